@@ -1,0 +1,1 @@
+"""Capture: agent hooks, importers and secret redaction."""

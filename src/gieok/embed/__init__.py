@@ -1,0 +1,1 @@
+"""Embedding providers. `make_embedder(settings)` picks one by `GIEOK_EMBEDDER`."""

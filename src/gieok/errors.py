@@ -1,0 +1,51 @@
+"""The one error tree of gieok.
+
+    GieokError
+    ├── InvalidInput          bad caller input; names the field and how to fix it
+    ├── NotFound              an id that does not exist (or is not visible to the caller)
+    ├── ConfigError           a setting that cannot work; says which GIEOK_ variable to change
+    ├── StoreError            the database refused (locked, corrupt, migration failed)
+    └── ProviderError         an embedding / LLM provider failed
+        ├── TransientProviderError   retry later (timeouts, 429, 5xx, connection refused)
+        └── PermanentProviderError   retrying will not help (401, 400, a malformed answer)
+
+Third-party errors are translated once, at the boundary that calls them (`raise X(...) from exc`).
+"""
+
+from __future__ import annotations
+
+
+class GieokError(Exception):
+    """Base of every error gieok raises on purpose."""
+
+
+class InvalidInput(GieokError, ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class NotFound(GieokError, LookupError):
+    pass
+
+
+class ConfigError(GieokError):
+    pass
+
+
+class StoreError(GieokError):
+    pass
+
+
+class ProviderError(GieokError):
+    """A provider (embedding model, LLM) failed. `transient` says whether a retry may help."""
+
+    transient = False
+
+
+class TransientProviderError(ProviderError):
+    transient = True
+
+
+class PermanentProviderError(ProviderError):
+    transient = False

