@@ -1,0 +1,320 @@
+"""The `gieok` command line. Every command has help text (a test checks it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from gieok.errors import GieokError
+from gieok.settings import Settings, load_settings
+
+T = TypeVar("T")
+
+app = typer.Typer(help="gieok (기억): long-term memory for AI agents, served over MCP.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False)
+import_app = typer.Typer(help="Import memories: ndjson (a gieok export), claude-code transcripts, chatgpt export.",
+                         no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks that print measured numbers.", no_args_is_help=True)
+tags_app = typer.Typer(help="Project tags: list and merge synonyms.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+app.add_typer(bench_app, name="bench")
+app.add_typer(tags_app, name="tags")
+
+DbOpt = Annotated[str | None, typer.Option("--db", help="Database URL (overrides GIEOK_DATABASE_URL).")]
+UserOpt = Annotated[str | None, typer.Option("--user", help="User id (overrides GIEOK_USER_ID).")]
+
+
+def settings_for(db: str | None = None, user: str | None = None, **kw: Any) -> Settings:
+    return load_settings(database_url=db, user_id=user, **kw)
+
+
+def run(coro_fn: Callable[[], Awaitable[T]]) -> T:
+    """Run one async command; our errors print as one clear line and exit 2."""
+    try:
+        return asyncio.run(coro_fn())  # type: ignore[arg-type]
+    except GieokError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _print_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+@app.command()
+def serve(
+    transport: Annotated[str, typer.Option(help="stdio (for one local client) or http (Streamable HTTP).")] = "stdio",
+    host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (default 8765).")] = None,
+    no_librarian: Annotated[bool, typer.Option("--no-librarian", help="Do not run the librarian in-process.")] = False,
+    db: DbOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Run the MCP server (stdio or Streamable HTTP) with the librarian in the background."""
+    import logging
+
+    from gieok.server.app import build_server
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    s = settings_for(db, user, host=host, port=port)
+    if transport not in ("stdio", "http"):
+        typer.echo("error: --transport must be stdio or http", err=True)
+        raise typer.Exit(2)
+    mcp = build_server(s, run_librarian=not no_librarian and s.librarian)
+    if transport == "stdio":
+        mcp.run("stdio")
+    else:
+        typer.echo(f"gieok MCP server: http://{s.host}:{s.port}/mcp  (database {s.resolved_database_url})", err=True)
+        mcp.run("streamable-http", host=s.host, port=s.port)
+
+
+@app.command()
+def ingest(
+    text: Annotated[str, typer.Argument(help="The message text, or '-' to read stdin.")],
+    role: Annotated[str, typer.Option(help="user | assistant | system | tool")] = "user",
+    platform: Annotated[str | None, typer.Option(help="Agent platform (claude-code, codex, …).")] = None,
+    model: Annotated[str | None, typer.Option(help="Agent model.")] = None,
+    session: Annotated[str | None, typer.Option(help="Session id.")] = None,
+    project: Annotated[str | None, typer.Option(help="Project hint (repo name).")] = None,
+    at: Annotated[str | None, typer.Option(help="created_at, ISO-8601 (imports, benchmarks).")] = None,
+    subagent_role: Annotated[str | None, typer.Option(help="Subagent role, when a subagent speaks.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="stdin/text is a JSON message object (or array).")] = False,
+    db: DbOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Store one message on the hot path (no embedding, no LLM). Prints its id."""
+    from gieok.ingest import MessageIn
+    from gieok.runtime import open_service
+    from gieok.server.app import message_from_json
+
+    s = settings_for(db, user)
+    body = sys.stdin.read() if text == "-" else text
+
+    async def go() -> list[tuple[str, bool]]:
+        async with open_service(s, with_embedder=False) as svc:
+            base = svc.default_identity()
+            if as_json:
+                try:
+                    data = json.loads(body)
+                except json.JSONDecodeError as exc:
+                    from gieok.errors import InvalidInput
+                    raise InvalidInput("stdin", f"not JSON ({exc.msg}); drop --json to store plain text") from None
+                items = data if isinstance(data, list) else [data]
+                return [await svc.ingest(message_from_json(i, base)) for i in items]
+            msg = MessageIn(content=body, user_id=base.user_id, role=role,
+                            agent_platform=platform or base.agent_platform, agent_model=model or base.agent_model,
+                            session_id=session or base.session_id, project=project or base.project, created_at=at,
+                            subagent_role=subagent_role or base.subagent_role)
+            return [await svc.ingest(msg)]
+
+    for mid, inserted in run(go):
+        typer.echo(mid if inserted else f"{mid} (already stored)")
+
+
+@app.command()
+def add(
+    text: Annotated[str, typer.Argument(help="What to remember ('-' for stdin).")],
+    kind: Annotated[str, typer.Option(help="working | episodic | semantic | procedural")] = "semantic",
+    importance: Annotated[float, typer.Option(help="0..1")] = 0.8,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Topic tag (repeatable).")] = None,
+    title: Annotated[str | None, typer.Option(help="Short title.")] = None,
+    db: DbOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Remember something explicitly: pinned, tagged and embedded now."""
+    from gieok.ingest import MessageIn
+    from gieok.runtime import open_service
+
+    s = settings_for(db, user)
+    body = sys.stdin.read() if text == "-" else text
+
+    async def go() -> dict[str, Any]:
+        async with open_service(s) as svc:
+            ident = svc.default_identity()
+            res = await svc.remember(MessageIn(content=body, user_id=ident.user_id, kind=kind, importance=importance,
+                                               d_tags=list(tag or []), title=title or "", source="manual",
+                                               agent_platform=ident.agent_platform, agent_model=ident.agent_model,
+                                               project=ident.project))
+            return res.to_dict()
+
+    _print_json(run(go))
+
+
+@app.command()
+def search(
+    query: Annotated[str | None, typer.Argument(help="What to find (omit to list the newest).")] = None,
+    limit: Annotated[int, typer.Option(help="How many results.")] = 10,
+    role: Annotated[str | None, typer.Option(help="user | assistant | system | tool")] = None,
+    kind: Annotated[str | None, typer.Option(help="working | episodic | semantic | procedural")] = None,
+    p_tag: Annotated[str | None, typer.Option("--p-tag", help="Project tag.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Topic tag (repeatable).")] = None,
+    date_range: Annotated[str | None, typer.Option("--date-range", "--when",
+                                                   help="3d, last week, 2026-11-01..2026-11-30 …")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this agent platform.")] = None,
+    model: Annotated[str | None, typer.Option(help="Only this agent model.")] = None,
+    include_archived: Annotated[bool, typer.Option("--include-archived", help="Search archived memory too.")] = False,
+    recipe: Annotated[str | None, typer.Option(help="Retrieval recipe: hybrid, vector, keyword.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    db: DbOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Search memory with the full ranking; --json prints score parts and recall reasons."""
+    from gieok.runtime import open_service
+    s = settings_for(db, user)
+
+    async def go() -> Any:
+        async with open_service(s, with_embedder=recipe != "keyword") as svc:
+            f = svc.filters(s.user_id, role=role, kind=kind, p_tag=p_tag, tags=tag, date_range=date_range,
+                            platform=platform, model=model, include_archived=include_archived)
+            return await svc.search(f, query, limit=limit, recipe=recipe)
+
+    out = run(go)
+    if as_json:
+        _print_json({"mode": out.mode, "notes": out.notes, "results": [h.to_dict() for h in out.hits]})
+        return
+    for note in out.notes:
+        typer.echo(f"# {note}", err=True)
+    if not out.hits:
+        typer.echo("no memories found", err=True)
+    for h in out.hits:
+        m = h.memory
+        when = m.created_at.strftime("%Y-%m-%d %H:%M") if m.created_at else ""
+        body = " ".join(m.content.split())
+        typer.echo(f"{h.score:.3f}  {when}  {m.role:<9} {m.id}\n       {body[:200]}")
+
+
+@app.command()
+def context(
+    query: Annotated[str | None, typer.Option(help="The task at hand.")] = None,
+    project: Annotated[str | None, typer.Option(help="Project (p_tag).")] = None,
+    platform: Annotated[str | None, typer.Option(help="Agent platform.")] = None,
+    model: Annotated[str | None, typer.Option(help="Agent model.")] = None,
+    budget: Annotated[int | None, typer.Option(help="Token budget (default GIEOK_TOKEN_BUDGET).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON with sections.")] = False,
+    db: DbOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Print the context block an agent would start a session with."""
+    from gieok.context import load_context
+    from gieok.runtime import open_service
+    s = settings_for(db, user, agent_platform=platform, agent_model=model)
+
+    async def go() -> Any:
+        async with open_service(s) as svc:
+            return await load_context(svc, svc.default_identity(), project=project, query=query, token_budget=budget)
+
+    block = run(go)
+    if as_json:
+        _print_json(block.to_dict())
+    else:
+        typer.echo(block.text)
+
+
+@app.command()
+def export(
+    fmt: Annotated[str, typer.Option("--format", help="ndjson | markdown | csv")] = "ndjson",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default stdout).")] = None,
+    all_users: Annotated[bool, typer.Option("--all-users", help="Every user, not just GIEOK_USER_ID.")] = False,
+    db: DbOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Export memories (ndjson keeps everything and round-trips through `gieok import ndjson`)."""
+    from gieok.exporting import export_text
+    from gieok.runtime import open_service
+    s = settings_for(db, user)
+
+    async def go() -> tuple[str, int]:
+        async with open_service(s, with_embedder=False) as svc:
+            return await export_text(svc.store, None if all_users else s.user_id, fmt)
+
+    text, n = run(go)
+    if output:
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"exported {n} memories to {output}", err=True)
+    else:
+        sys.stdout.write(text)
+
+
+@import_app.command("ndjson")
+def import_ndjson_cmd(
+    path: Annotated[str, typer.Argument(help="An ndjson file from `gieok export` ('-' for stdin).")],
+    db: DbOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Import a gieok ndjson export; nothing is lost and nothing is stored twice."""
+    from gieok.exporting import import_ndjson
+    from gieok.runtime import open_service
+    s = settings_for(db, user)
+
+    async def go() -> tuple[int, int]:
+        async with open_service(s, with_embedder=False) as svc:
+            if path == "-":
+                return await import_ndjson(svc.store, sys.stdin)
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    return await import_ndjson(svc.store, fh)
+            except FileNotFoundError:
+                from gieok.errors import InvalidInput
+                raise InvalidInput("path", f"{path} does not exist") from None
+
+    read, inserted = run(go)
+    typer.echo(f"read {read}, imported {inserted}, skipped {read - inserted} already present")
+
+
+@app.command()
+def stats(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    all_users: Annotated[bool, typer.Option("--all-users", help="Every user.")] = False,
+    db: DbOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Counts: memories, archived, pinned, pending/failed librarian work (with the last error)."""
+    from gieok.runtime import open_service
+    s = settings_for(db, user)
+
+    async def go() -> dict[str, Any]:
+        async with open_service(s, with_embedder=False) as svc:
+            return await svc.store.stats(None if all_users else s.user_id)
+
+    data = run(go)
+    if as_json:
+        _print_json(data)
+        return
+    for k, v in data.items():
+        typer.echo(f"{k:>20}: {json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, dict) else v}")
+
+
+@app.command()
+def doctor(db: DbOpt = None, user: UserOpt = None) -> None:
+    """Check the database, extensions and providers, and say how to fix what is wrong."""
+    from gieok.doctor import run_checks
+    s = settings_for(db, user)
+    ok = asyncio.run(run_checks(s, typer.echo))
+    raise typer.Exit(0 if ok else 1)
+
+
+@bench_app.command("ingest")
+def bench_ingest(
+    n: Annotated[int, typer.Option(help="Number of single ingests.")] = 10000,
+    size: Annotated[int, typer.Option(help="Bytes per message.")] = 500,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Ingest p50/p99 against a bare SQLite INSERT with the same full-text trigger, in one run."""
+    from gieok.bench.ingest import run_ingest_bench
+    res = asyncio.run(run_ingest_bench(n=n, size=size))
+    if as_json:
+        _print_json(res)
+
+
+def main() -> None:
+    from gieok import cli_extra  # noqa: F401  (registers the capture, librarian and storage commands)
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Scoring candidates (ARCHITECTURE §6): relevance, recency, importance, usage, minus duplication.
+
+Every weight lives in a `Recipe`, so a benchmark compares named recipes, not code paths.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import numpy as np
+
+from gieok.models import Hit, Memory
+from gieok.store.base import Vector
+
+HALF_LIFE_DAYS = {"working": 2.0, "episodic": 30.0, "semantic": 180.0, "procedural": 180.0}
+TYPE_BOOST = {"semantic": 0.10, "working": -0.05}
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    name: str
+    use_vectors: bool = True
+    use_keywords: bool = True
+    candidates: int = 50
+    # S = a·relevance + b·recency + c·importance + d·usage − e·duplication
+    w_relevance: float = 0.50
+    w_recency: float = 0.20
+    w_importance: float = 0.20
+    w_usage: float = 0.10
+    w_duplication: float = 0.15
+    # relevance = cos·w + bm25/(bm25+k)·w + jaccard·w + title·w
+    r_cos: float = 0.60
+    r_bm25: float = 0.30
+    r_tags: float = 0.05
+    r_title: float = 0.05
+    bm25_k: float = 2.0
+    # Cosines of e5-style models sit in a narrow high band (unrelated text ≈ 0.7); `cos_floor` rescales
+    # (cos − floor)/(1 − floor) so relevance spreads over 0..1. 0 keeps the raw cosine.
+    cos_floor: float = 0.0
+    keep_threshold: float = 0.35
+    half_life: dict[str, float] = field(default_factory=lambda: dict(HALF_LIFE_DAYS))
+
+
+RECIPES: dict[str, Recipe] = {
+    "hybrid": Recipe("hybrid"),
+    "vector": Recipe("vector", use_keywords=False, r_cos=1.0, r_bm25=0.0),
+    "keyword": Recipe("keyword", use_vectors=False, r_cos=0.0, r_bm25=1.0, keep_threshold=0.0),
+}
+
+
+def get_recipe(name: str) -> Recipe:
+    try:
+        return RECIPES[name]
+    except KeyError:
+        from gieok.errors import ConfigError
+        raise ConfigError(f"unknown search recipe {name!r}: choose one of {', '.join(sorted(RECIPES))} "
+                          "(GIEOK_SEARCH_RECIPE)") from None
+
+
+def with_overrides(recipe: Recipe, **changes: object) -> Recipe:
+    return replace(recipe, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(slots=True)
+class Candidate:
+    memory: Memory
+    cos: float | None = None
+    bm25: float | None = None
+    vector: Vector | None = None
+    substring: bool = False
+
+
+def recency(m: Memory, now: datetime, recipe: Recipe) -> float:
+    created = m.created_at or now
+    age_days = max(0.0, (now - created).total_seconds() / 86400.0)
+    return math.exp(-math.log(2) * age_days / recipe.half_life.get(m.kind, 30.0))
+
+
+def importance(m: Memory) -> float:
+    return min(1.0, max(0.0, m.importance + (0.20 if m.is_pinned else 0.0) + TYPE_BOOST.get(m.kind, 0.0)))
+
+
+def raw_usage(m: Memory) -> float:
+    return math.log1p(m.view_count) + 2 * math.log1p(m.cite_count) + 0.5 * math.log1p(m.edit_count)
+
+
+def tag_jaccard(query_tokens: set[str], m: Memory) -> float:
+    tags = {t.lower() for t in (*m.p_tags, *m.d_tags)}
+    if not tags or not query_tokens:
+        return 0.0
+    return len(query_tokens & tags) / len(query_tokens | tags)
+
+
+def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now: datetime, recipe: Recipe,
+         limit: int) -> list[Hit]:
+    """Score, then pick greedily with the duplication penalty (MMR): each pick is penalised by its highest
+    cosine to what is already picked."""
+    if not cands:
+        return []
+    usages = [raw_usage(c.memory) for c in cands]
+    lo, hi = min(usages), max(usages)
+    q_lower = query_text.lower().strip()
+    scored: list[tuple[float, Candidate, dict[str, float], list[str]]] = []
+    for c, u in zip(cands, usages, strict=True):
+        m = c.memory
+        cos = c.cos if c.cos is not None else 0.0
+        cos_part = max(0.0, (cos - recipe.cos_floor) / (1.0 - recipe.cos_floor)) if recipe.cos_floor else max(0.0, cos)
+        bm = c.bm25 or 0.0
+        bm_part = bm / (bm + recipe.bm25_k) if bm > 0 else 0.0
+        jac = tag_jaccard(query_tokens, m)
+        title = 1.0 if q_lower and m.title and (q_lower in m.title.lower() or m.title.lower() in q_lower) else 0.0
+        rel = recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
+        rec = recency(m, now, recipe)
+        imp = importance(m)
+        use = (u - lo) / (hi - lo) if hi > lo else 0.0
+        s = recipe.w_relevance * rel + recipe.w_recency * rec + recipe.w_importance * imp + recipe.w_usage * use
+        parts = {"relevance": rel, "cosine": cos, "bm25": bm, "tag_jaccard": jac, "title": title,
+                 "recency": rec, "importance": imp, "usage": use}
+        reasons = []
+        if c.cos is not None:
+            reasons.append(f"semantic match (cosine {cos:.2f})")
+        if bm > 0:
+            reasons.append("keyword match")
+        if c.substring:
+            reasons.append("substring match")
+        if jac > 0:
+            reasons.append("tag match")
+        if title:
+            reasons.append("title match")
+        if m.is_pinned:
+            reasons.append("pinned")
+        if rec > 0.8:
+            reasons.append("recent")
+        scored.append((s, c, parts, reasons))
+    scored.sort(key=lambda t: -t[0])
+
+    picked: list[Hit] = []
+    picked_vecs: list[Vector] = []
+    pool = scored
+    while pool and len(picked) < limit:
+        best_i, best_s, best_dup = 0, -math.inf, 0.0
+        for i, (s, c, _p, _r) in enumerate(pool):
+            dup = 0.0
+            if picked_vecs and c.vector is not None:
+                dup = max(0.0, float(np.max(np.stack(picked_vecs) @ c.vector)))
+            adj = s - recipe.w_duplication * dup
+            if adj > best_s:
+                best_i, best_s, best_dup = i, adj, dup
+            if not picked_vecs:
+                break  # first pick: no duplication possible, list is sorted
+        s, c, parts, reasons = pool.pop(best_i)
+        if best_s < recipe.keep_threshold and picked:
+            break
+        parts["duplication"] = best_dup
+        if best_s < recipe.keep_threshold:
+            # Nothing passes the keep threshold: return nothing rather than noise.
+            break
+        picked.append(Hit(c.memory, best_s, parts, reasons))
+        if c.vector is not None:
+            picked_vecs.append(c.vector)
+    return picked

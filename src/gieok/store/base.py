@@ -1,0 +1,182 @@
+"""The storage seam. Domain code talks to a `Store`; which database is behind it stays in the backend module.
+
+A backend is chosen by URL scheme (`open_store`). Every backend passes the same contract suite
+(`tests/test_store_contract.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from gieok.models import Memory, SearchFilters
+
+Vector = npt.NDArray[np.float32]
+
+# Columns a caller may change with `update_memory`; anything else is refused (ids, user, created_at …).
+UPDATABLE = frozenset({
+    "title", "content", "kind", "source", "importance", "is_pinned", "content_hash", "p_tags", "d_tags",
+    "privacy_scope", "tag_status", "embed_status", "cold_attempts", "cold_error", "lease_until",
+    "view_count", "cite_count", "edit_count", "last_accessed_at", "next_review_at", "review_interval_days",
+    "is_active", "archived_at", "deleted_at", "updated_at", "meta", "project",
+})
+
+
+@dataclass(slots=True)
+class ProjectTag:
+    name: str
+    alias_of: str | None = None
+    description: str = ""
+    created_by: str = "librarian"
+    usage_count: int = 0
+
+
+@dataclass(slots=True)
+class UserProfile:
+    """`core_profile` / `sub_profile` are lists of facts: {"key", "value", "sources": [memory ids], "at"}."""
+
+    user_id: str
+    user_name: str = ""
+    core_profile: list[dict[str, Any]] = field(default_factory=list)
+    sub_profile: list[dict[str, Any]] = field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class Link:
+    src: str
+    dst: str
+    relation: str
+    created_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class FeedbackRow:
+    memory_id: str
+    event: str
+    score: float
+    ts: datetime
+
+
+@dataclass(slots=True)
+class ColdResult:
+    """What the librarian learned about one row. None leaves a field as it is."""
+
+    id: str
+    p_tags: list[str] | None = None
+    d_tags: list[str] | None = None
+    embedding: Vector | None = None
+    embedding_model: str | None = None
+
+
+class Store(Protocol):
+    url: str
+
+    async def open(self) -> None:
+        """Connect and apply pending migrations."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def schema_version(self) -> int: ...
+
+    # --- memory rows -------------------------------------------------------------------------------------
+    async def insert_memory(self, m: Memory, search_text: str) -> tuple[str, bool]:
+        """Insert one row; returns (id, inserted). A row with the same user, session, content hash and
+        created_at already present is a duplicate: its id is returned with inserted=False."""
+        ...
+
+    async def insert_many(self, rows: list[tuple[Memory, str]]) -> int:
+        """Bulk insert in one transaction (imports, copies); duplicates are skipped. Returns rows inserted."""
+        ...
+
+    async def get_memory(self, memory_id: str, *, include_deleted: bool = False) -> Memory | None: ...
+
+    async def get_memories(self, ids: list[str]) -> list[Memory]: ...
+
+    async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:
+        """Change the given UPDATABLE columns (and the indexed text when given). False if no such row."""
+        ...
+
+    async def hard_delete(self, memory_id: str) -> bool:
+        """Erase the row from every table and index (links, feedback, full-text, vectors)."""
+        ...
+
+    async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
+                            after_id: str | None = None) -> list[Memory]: ...
+
+    async def iter_memories(self, user_id: str | None, *, include_deleted: bool = False,
+                            batch: int = 500) -> AsyncIterator[Memory]:
+        """Every row in id (= time) order, for export and copy."""
+        ...
+
+    # --- search ------------------------------------------------------------------------------------------
+    async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int) -> list[tuple[Memory, float]]:
+        """Full-text candidates with a BM25 score (higher is better). `terms` from gieok.text.query_terms."""
+        ...
+
+    async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
+        """Case-insensitive substring match on content (the seed's ILIKE fallback)."""
+        ...
+
+    async def vector_search(self, f: SearchFilters, model: str, query: Vector, limit: int) -> list[tuple[Memory, float]]:
+        """Exact-enough top-`limit` by cosine among rows embedded with `model`, after filters."""
+        ...
+
+    async def get_vectors(self, ids: list[str], model: str) -> dict[str, Vector]: ...
+
+    async def list_due_reviews(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
+        """Active rows whose spaced-review date has come, earliest first."""
+        ...
+
+    async def touch(self, ids: list[str], at: datetime) -> None:
+        """Count a view (view_count, last_accessed_at) for rows returned to an agent."""
+        ...
+
+    # --- cold path ---------------------------------------------------------------------------------------
+    async def count_pending(self, max_attempts: int) -> int: ...
+
+    async def claim_pending(self, worker: str, limit: int, lease_seconds: float, max_attempts: int,
+                            now: datetime) -> list[Memory]:
+        """Lease up to `limit` rows needing tags or an embedding, oldest first; no row is leased twice while
+        its lease holds. Rows that failed `max_attempts` times are skipped until `reset_failed`."""
+        ...
+
+    async def complete_cold(self, results: list[ColdResult], now: datetime) -> None:
+        """Write what the librarian produced and release the leases."""
+        ...
+
+    async def fail_cold(self, memory_id: str, error: str, *, permanent: bool, max_attempts: int,
+                        now: datetime) -> None: ...
+
+    async def reset_failed(self) -> int: ...
+
+    async def mark_for_reembed(self, model: str) -> int:
+        """Rows whose embedding_model differs from `model` go back to embed_status='pending'.
+        Their old vectors stay usable for search under the old model until replaced."""
+        ...
+
+    # --- users, tags, links, feedback ----------------------------------------------------------------------
+    async def get_user(self, user_id: str) -> UserProfile | None: ...
+
+    async def save_user(self, profile: UserProfile) -> None: ...
+
+    async def list_project_tags(self) -> list[ProjectTag]: ...
+
+    async def upsert_project_tag(self, tag: ProjectTag) -> None: ...
+
+    async def add_link(self, src: str, dst: str, relation: str) -> None: ...
+
+    async def list_links(self, memory_id: str) -> list[Link]: ...
+
+    async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None: ...
+
+    async def list_feedback(self, memory_id: str) -> list[FeedbackRow]: ...
+
+    async def stats(self, user_id: str | None) -> dict[str, Any]: ...

