@@ -19,8 +19,6 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.prompts.base import UserMessage
 from pydantic import Field
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 from gieok import __version__
 from gieok.context import load_context as build_context
@@ -29,6 +27,7 @@ from gieok.exporting import export_text
 from gieok.ingest import MessageIn
 from gieok.models import Identity
 from gieok.runtime import open_service
+from gieok.server.http_api import register_http_api
 from gieok.server.identity import resolve_identity
 from gieok.service import MemoryService
 from gieok.settings import Settings
@@ -201,32 +200,7 @@ def build_server(settings: Settings, *, run_librarian: bool | None = None) -> MC
         block = await build_context(svc, identity(ctx, svc), query=query, token_budget=int(token_budget))
         return [UserMessage(f"Relevant memory (from gieok):\n\n{block.text}")]
 
-    # --- HTTP capture endpoint (generic platforms) -------------------------------------------------------
-    @mcp.custom_route("/v1/messages", methods=["POST"])
-    async def post_messages(request: Request) -> Response:
-        svc = holder.get("svc")
-        if svc is None:
-            return JSONResponse({"error": "server is starting"}, status_code=503)
-        try:
-            body = await request.json()
-        except ValueError:
-            return JSONResponse({"error": "body must be JSON: {\"content\": …, \"role\": …}"}, status_code=400)
-        items = body if isinstance(body, list) else [body]
-        base = resolve_identity(svc.default_identity(), headers=request.headers, client_name=None, args={})
-        ids = []
-        try:
-            for item in items:
-                if not isinstance(item, dict):
-                    raise InvalidInput("body", "each message must be a JSON object")
-                ids.append(await svc.ingest(message_from_json(item, base)))
-        except GieokError as exc:
-            return JSONResponse({"error": str(exc), "stored": [i for i, _ in ids]}, status_code=400)
-        return JSONResponse({"stored": [{"id": i, "inserted": ins} for i, ins in ids]})
-
-    @mcp.custom_route("/health", methods=["GET"])
-    async def health(_: Request) -> Response:
-        return JSONResponse({"ok": "svc" in holder, "version": __version__})
-
+    register_http_api(mcp, holder)
     return mcp
 
 
@@ -241,34 +215,6 @@ def _message(ident: Identity, content: str, *, kind: str | None = None, importan
                      title=title or "", agent_platform=ident.agent_platform, agent_model=ident.agent_model,
                      subagent_role=ident.subagent_role, subagent_model=ident.subagent_model,
                      session_id=ident.session_id, project=ident.project, source="manual")
-
-
-FIELDS = {"content", "role", "kind", "source", "title", "session_id", "project", "created_at", "id",
-          "importance", "meta", "agent_platform", "agent_model", "subagent_role", "subagent_model",
-          "platform", "model", "user_id", "p_tags", "d_tags"}
-
-
-def message_from_json(item: dict[str, Any], base: Identity) -> MessageIn:
-    """The fields `gieok ingest --json` and POST /v1/messages take."""
-    unknown = set(item) - FIELDS
-    if unknown:
-        raise InvalidInput(sorted(unknown)[0], f"unknown field; accepted fields: {', '.join(sorted(FIELDS))}")
-    content = item.get("content")
-    if not isinstance(content, str):
-        raise InvalidInput("content", "is required and must be a string")
-    return MessageIn(
-        content=content, user_id=str(item.get("user_id") or base.user_id), role=str(item.get("role", "user")),
-        kind=str(item.get("kind", "episodic")), source=str(item.get("source", "chat")),
-        title=str(item.get("title", "")),
-        agent_platform=str(item.get("agent_platform") or item.get("platform") or base.agent_platform),
-        agent_model=str(item.get("agent_model") or item.get("model") or base.agent_model),
-        subagent_role=str(item.get("subagent_role") or base.subagent_role),
-        subagent_model=str(item.get("subagent_model") or base.subagent_model),
-        session_id=str(item.get("session_id") or base.session_id), project=str(item.get("project") or base.project),
-        created_at=item.get("created_at"), id=item.get("id"),
-        importance=item.get("importance", 0.5), meta=dict(item.get("meta") or {}),
-        p_tags=list(item.get("p_tags") or []), d_tags=list(item.get("d_tags") or []),
-    )
 
 
 def _register_memento_tools(mcp: MCPServer[MemoryService], service: Callable[[Context], MemoryService],
