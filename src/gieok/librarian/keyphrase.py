@@ -34,8 +34,17 @@ _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+")
 _CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2,}[a-z]")
 _SENTENCE_END = re.compile(r"[.!?。\n]")
 
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def _longest_first(text: str) -> tuple[str, ...]:
+    # Suffix lists are tried in this order, so "에서는" wins over "는"; ties sorted for a stable order.
+    return tuple(sorted(_wordset(text), key=lambda w: (-len(w), w)))
+
+
 # English stopwords plus chat filler and generic verbs: they carry no topic and would crowd out the nouns.
-_EN_STOP = frozenset(
+_EN_STOP = _wordset(
     """a about above across actually after again against ago all almost also although always am among an and
     another any anybody anyone anything anyway anywhere are aren't around as ask asked at away back be became
     because become been before being below best better between both but by can can't cannot could couldn't
@@ -53,64 +62,53 @@ _EN_STOP = frozenset(
     up upon us use used uses using usually very via want wanted wants was wasn't way we we'll we're we've
     well went were weren't what what's whatever when where whether which while who whom whose why will
     with within without won't would wouldn't yeah yes yesterday yet you you'd you'll you're you've your
-    yours yourself e.g i.e vs via etc lot lots bit kind sort""".split()
-)
+    yours yourself e.g i.e vs via etc lot lots bit kind sort""")
 
 # Korean words that are grammatical or too generic to be a topic (time words, pronouns, adverbs, conjunctions).
-_KO_STOP = frozenset(
+_KO_STOP = _wordset(
     """내일 오늘 어제 모레 지금 이제 오전 오후 아침 저녁 점심 밤 새벽 주말 평일 이번 다음 지난 요즘 최근 나중
     저 제 나 내 저희 우리 너 당신 그 이 그것 이것 저것 거기 여기 저기 그거 이거 저거 무엇 뭐 뭔가 어디 누구 언제
     정말 진짜 너무 아주 매우 조금 좀 많이 잘 더 또 다시 먼저 같이 함께 계속 바로 아직 벌써 항상 자주 가끔 모두 다
     그리고 그래서 그러나 하지만 그런데 그럼 그러면 또는 및 혹은 즉 때문 때문에 위해 대해 통해 관련
     것 거 수 때 등 중 정도 경우 부분 생각 얘기 이야기 문제 사실 내용 방법 하나 둘 번 개 분 씨 님
-    있다 없다 하다 되다 같다 이다 아니다 네 예 아니요 응 감사 안녕 좋아 싫어 필요 중요 가능 원하""".split()
-)
+    있다 없다 하다 되다 같다 이다 아니다 네 예 아니요 응 감사 안녕 좋아 싫어 필요 중요 가능 원하""")
 
 # Common verbs (as Snowball stems): in a chat turn they say what happened, not what it was about. Kept out of
 # the stopword list because their -ing forms are often topics ("logging", "caching").
-_EN_VERB_STEMS = frozenset(
-    _stemmer.stemWords(
-        """add added agree allow apply believe bring call came change check choose claim come consider continue
-        decide describe discuss explain feel fix follow forget found happen hate help hope include keep learn
-        leave like live love mean mention move notice open plan prefer remember reply return run seem send show
-        start stop suggest suppose talk tell understand wait walk watch wish wonder work write wrote""".split()
-    )
-)
+_EN_VERB_STEMS = frozenset(_stemmer.stemWords(sorted(_wordset(
+    """add added agree allow apply believe bring call came change check choose claim come consider continue
+    decide describe discuss explain feel fix follow forget found happen hate help hope include keep learn
+    leave like live love mean mention move notice open plan prefer remember reply return run seem send show
+    start stop suggest suppose talk tell understand wait walk watch wish wonder work write wrote"""))))
 
 # Generic words that are rarely the topic themselves (the project is the p_tag's job): kept, but ranked down.
 _GENERIC = frozenset({"project", "projects", "work", "task", "stuff", "user", "assistant", "프로젝트", "작업", "일"})
 
 # 하다/되다-family endings: the part before them is a Sino-Korean verbal noun, a good tag ("논의했다" → "논의").
-_HADA = sorted(
+_HADA = _longest_first(
     """하다 한다 했다 했고 했는데 했어 했어요 했습니다 합니다 합니까 해요 해서 하고 하는 하면 하면서 하며 하기 하지
     하지만 한 할 함 해 했으며 하였다 하였습니다 하려고 하자 하세요 해야 해야지 했지만 해보자 해봤다 했던 하던
-    된다 됐다 되었다 됩니다 되고 되는 되면 되어 돼 돼요 됐어요 되었습니다 된 될 됨 시켰다 시켜 시킨""".split(),
-    key=len, reverse=True,
-)
+    된다 됐다 되었다 됩니다 되고 되는 되면 되어 돼 돼요 됐어요 되었습니다 된 될 됨 시켰다 시켜 시킨""")
 
 # Particles and copula endings that follow a noun. Longest first so "에서는" wins over "는".
-_PARTICLES = sorted(
+_PARTICLES = _longest_first(
     """은 는 이 가 을 를 에 에서 에게 께 한테 으로 로 와 과 도 만 의 랑 이랑 하고 나 이나 까지 부터 보다 처럼 마다
     조차 마저 뿐 에서는 에서도 에서의 에게는 에게도 으로는 으로도 으로의 로는 로도 로의 과는 와는 과도 와도 에는 에도
     에의 까지는 까지도 부터는 만큼 대로 이란 란 이라는 라는 이라고 라고 이며 이고 이었다 였다 이었고 였고 입니다
     이에요 예요 에요 이야 이다 이죠 죠 이지만 인데 인가 이랑은 께서 께서는 에서부터 으로부터 로부터 들 들이 들은 들을
-    들의 들도 들에게""".split(),
-    key=len, reverse=True,
-)
+    들의 들도 들에게""")
 # One-syllable particles that also end many nouns ("회의", "결과", "속도"): only stripped when at least
 # two syllables remain, so "회의" stays whole while "커피가" still loses its particle.
-_AMBIGUOUS = frozenset("이 가 의 도 로 과 와 만 나 들".split())
+_AMBIGUOUS = _wordset("이 가 의 도 로 과 와 만 나 들")
 # Predicate endings: a word ending in one of these is a verb/adjective form, not a topic ("있고", "마시면서").
 # The multi-syllable ones are safe on any word; the one-syllable ones also end many nouns, so they are only
 # trusted on short words (long bare Hangul words are usually loanwords or compounds: "데이터베이스").
-_PREDICATE_STRONG = sorted(
+_PREDICATE_STRONG = _longest_first(
     """습니다 니다 으면서 면서 지만 는데 은데 니까 어서 아서 어요 아요 에요 세요 네요 군요 려고 도록 었다 았다 였다
-    겠다 는다 으면 으며 잖아 거든 는지 을까 ㄹ까""".split(),
-    key=len, reverse=True,
-)
-_PREDICATE_WEAK = tuple("다 요 죠 고 게 니 까 냐 던 았 었 겠".split())
+    겠다 는다 으면 으며 잖아 거든 는지 을까 ㄹ까""")
+_PREDICATE_WEAK = _longest_first("다 요 죠 고 게 니 까 냐 던 았 었 겠")
 # Nouns that end like a predicate and are worth keeping; a cheap guard for the commonest collisions.
-_KO_NOUN_KEEP = frozenset("바다 보고 사고 광고 창고 재고 원고 경고 신고 예고 최고 참고 가게 무게 유니".split())
+_KO_NOUN_KEEP = _wordset("바다 보고 사고 광고 창고 재고 원고 경고 신고 예고 최고 참고 가게 무게 유니")
 
 
 def strip_particles(word: str) -> str:
@@ -134,7 +132,7 @@ def _korean_noun(word: str) -> tuple[str | None, bool]:
         return stripped, True
     if word in _KO_NOUN_KEEP:
         return word, False
-    if word.endswith(tuple(_PREDICATE_STRONG)) or (len(word) < 5 and word.endswith(_PREDICATE_WEAK)):
+    if word.endswith(_PREDICATE_STRONG) or (len(word) < 5 and word.endswith(_PREDICATE_WEAK)):
         return None, True
     return word, False
 
@@ -149,12 +147,10 @@ def _stem(word: str) -> str:
 
 
 def _is_identifier(tok: str) -> bool:
-    if "_" in tok or _CAMEL.search(tok):
+    """snake_case, CamelCase, dotted names (`store.py`, `gieok.librarian`) and letter-digit mixes (`httpx2`)."""
+    if "_" in tok or "." in tok or _CAMEL.search(tok):
         return True
-    if "." in tok:
-        return True
-    has_digit = any(c.isdigit() for c in tok)
-    return has_digit and any(c.isalpha() for c in tok)
+    return any(c.isdigit() for c in tok) and any(c.isalpha() for c in tok)
 
 
 @dataclass
@@ -294,7 +290,8 @@ def extract_keyphrases(text: str, k: int = 5) -> list[str]:
                     continue
                 ngram_counts[gram] = ngram_counts.get(gram, 0) + 1
                 ngram_first.setdefault(gram, ph[i].idx)
-                ngram_proper[gram] = all(w.weight_bonus > 1.0 for w in ph[i : i + n])
+                proper = all(w.weight_bonus > 1.0 for w in ph[i : i + n])
+                ngram_proper[gram] = ngram_proper.get(gram, False) or proper
     for gram, cnt in ngram_counts.items():
         if cnt < 2 and not ngram_proper[gram]:
             continue

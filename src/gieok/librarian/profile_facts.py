@@ -48,7 +48,13 @@ class Fact(BaseModel, frozen=True):
 
 # ---------------------------------------------------------------------------------------------- filters
 
-_SENTENCES = re.compile(r"[^.!?\n。！？]+[.!?。！？]*")
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# A sentence ends at . ! ? followed by space, or at a newline; "store.py" and "Node.js" stay whole.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _EN_QUESTION_START = re.compile(
     r"^\s*(?:do|does|did|am|is|are|was|were|can|could|would|should|will|shall|have|has|what|why|how|where|who|"
     r"when|which|whom|whose)\b", re.IGNORECASE)
@@ -60,8 +66,9 @@ _HYPOTHETICAL = re.compile(
 # A reporting verb counts only when someone other than the speaker reports ("as I said, …" is still the user).
 _REPORTED = re.compile(
     r"\b(?!i\b)(?:\w+)\s+(?:says?|said|thinks?|thought|told|tells|believes?|claims?|reckons?|assumes?)\b|"
-    r"\baccording to\b|\bmy (?:friend|wife|husband|partner|boss|manager|colleague|coworker|mom|mother|dad|father|brother|"
-    r"sister|son|daughter|team|teammate|client)\b|"
+    r"\baccording to\b|"
+    r"\bmy (?:friend|wife|husband|partner|boss|manager|colleague|coworker|mom|mother|dad|father|brother|sister|"
+    r"son|daughter|team|teammate|client)\b|"
     r"(?:친구|동료|팀장|상사|엄마|아빠|어머니|아버지|형|누나|언니|오빠|동생|남편|아내|와이프|고객|사람들)(?:은|는|이|가|도)|"
     r"(?:래요|대요|랬어|댔어|라고\s*했|다고\s*했|라던데|다던데)", re.IGNORECASE)
 _NEGATION_EN = re.compile(r"\b(?:not|never|no longer|don't|do not|didn't|dont)\b", re.IGNORECASE)
@@ -77,8 +84,8 @@ def _usable(sentence: str) -> bool:
 # ----------------------------------------------------------------------------------------- value helpers
 
 _STOP_AT = re.compile(
-    r"\s+(?:and then|but|because|since|so|which|who|that|when|while|though|although|although|as well|"
-    r"and i|and my|for|to|at|in|on|with|by|from|every|because|lately|these days|nowadays|now|too|also)\b.*$",
+    r"\s+(?:and then|but|because|since|so|which|who|that|when|while|though|although|as well|"
+    r"and i|and my|for|to|at|in|on|with|by|from|every|daily|everyday|lately|these days|nowadays|now|too|also)\b.*$",
     re.IGNORECASE)
 _ARTICLE = re.compile(r"^(?:a|an|the|my|some)\s+", re.IGNORECASE)
 
@@ -109,14 +116,14 @@ _LANGUAGES = re.compile(
     r"^(?:english|korean|japanese|chinese|mandarin|cantonese|spanish|french|german|italian|portuguese|russian|"
     r"arabic|hindi|vietnamese|thai|indonesian|dutch|swedish|polish|turkish|hebrew|greek|ukrainian)$",
     re.IGNORECASE)
-_NOT_A_NAME = frozenset(
+_NOT_A_NAME = _wordset(
     """sorry fine good ok okay here back done sure glad happy tired busy ready new not going trying working
     looking afraid aware interested just also still really so very korean english american japanese chinese
-    german french""".split())
+    german french""")
 
 # --------------------------------------------------------------------------------------- English rules
 
-_DEICTIC = frozenset("it that this them those these your you one something anything".split())
+_DEICTIC = _wordset("it that this them those these your you one something anything")
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], list[Fact]]]
 
@@ -133,8 +140,7 @@ def _job(m: re.Match[str]) -> list[Fact]:
 
 
 def _works_at(m: re.Match[str]) -> list[Fact]:
-    v = _trim(m.group("v"), 4, cut=False)
-    v = _STOP_AT.sub("", v) if " " in v else v
+    v = _trim(m.group("v"), 4)
     return [Fact.of("job", f"works at {v}")] if v else []
 
 
@@ -183,25 +189,27 @@ def _location(m: re.Match[str]) -> list[Fact]:
 
 
 _I_AM = r"(?:i'm|i’m|i am|im)"
+# A value runs to the end of the clause; a dot inside a word ("Node.js", "store.py") does not end it.
+_V = r"(?P<v>(?:[^.;!?]|\.(?=\w))+)"
 _EN_RULES: list[Rule] = [
     (re.compile(r"\bmy name is\s+(?P<v>[^\s,.;!?][^,.;!?]*)", re.I), _name),
     (re.compile(r"\b(?:call me|i go by)\s+(?P<v>[A-Z][\w'\-]*(?:\s+[A-Z][\w'\-]*)?)"), _name),
     # "Hi, I'm Minsu." — a capitalised word right after a greeting or at the start, and nothing after it.
-    (re.compile(rf"^(?:(?:hi|hello|hey)[,!]?\s+)?{_I_AM}\s+(?P<v>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\s*[.!,]?$", re.I),
-     _name),
+    # The name itself must be capitalised (case-sensitive inside a case-insensitive pattern): "I'm using uv".
+    (re.compile(rf"^(?:(?:hi|hello|hey)[,!]?\s+)?{_I_AM}\s+(?P<v>(?-i:[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?))\s*[.!,]?$",
+                re.I), _name),
     (re.compile(rf"\b{_I_AM}\s+(?:a|an)\s+(?P<v>[^,.;!?]+)", re.I), _job),
     (re.compile(r"\bi work as\s+(?:a|an|the)?\s*(?P<v>[^,.;!?]+)", re.I), _job),
     (re.compile(r"\bi (?:work|am working) (?:at|for)\s+(?P<v>[^,.;!?]+)", re.I), _works_at),
     (re.compile(r"\bi (?:really |strongly |usually |generally )?prefer\s+(?P<v>[^.;!?]+)", re.I), _prefer),
     (re.compile(r"\bi (?P<neg>(?:really )?(?:don't|do not|dont) )?(?:really |absolutely )?"
                 r"(?P<verb>like|love|enjoy|hate|dislike|can't stand)\s+(?P<v>[^,.;!?]+)", re.I), _like),
-    (re.compile(r"\bi (?:mostly |mainly |usually |always |daily )?(?:use|am using|'m using)\s+(?P<v>[^.;!?]+)", re.I),
-     _uses),
-    (re.compile(rf"\b{_I_AM} using\s+(?P<v>[^.;!?]+)", re.I), _uses),
+    (re.compile(rf"\bi (?:mostly |mainly |usually |always |daily )?use\s+{_V}", re.I), _uses),
+    (re.compile(rf"\b{_I_AM} using\s+{_V}", re.I), _uses),
     (re.compile(r"\bi (?P<adv>always|never)\s+(?P<v>[^.;!?]+)", re.I), _habit),
     (re.compile(r"\bi speak\s+(?P<v>[^.;!?]+)", re.I), _speaks),
     (re.compile(r"\bmy (?:native|first|mother) (?:language|tongue) is\s+(?P<v>[^.;!?,]+)", re.I), _speaks),
-    (re.compile(rf"\b{_I_AM} (?:currently |now )?working on\s+(?P<v>[^,.;!?]+)", re.I), _project),
+    (re.compile(rf"\b{_I_AM} (?:currently |now )?working on\s+{_V}", re.I), _project),
     (re.compile(rf"\b(?:i live in|{_I_AM} based in|{_I_AM} from|i'm living in)\s+(?P<v>[^.;!?]+)", re.I),
      _location),
 ]
@@ -216,9 +224,9 @@ _KO_JOBS = (
 _KO_SELF = r"(?:저는|전|나는|난|제가|내가)"
 _KO_COPULA = r"(?:입니다|이에요|예요|에요|이야|야|이다|임|이고요|이고|인데요|인데)"
 # Short words that follow "저는 … 입니다" without being a name ("저는 반대입니다").
-_KO_NOT_NAME = frozenset(
+_KO_NOT_NAME = _wordset(
     """반대 찬성 동의 처음 다행 괜찮 혼자 다음 마지막 초보 문제 가능 불가능 무리 준비 완료 확인 여기 거기 상관없음
-    한국인 외국인 기혼 미혼 남자 여자 성인 괜찮음 오케이 괜찮아 좋아 싫어 그래 아니""".split())
+    한국인 외국인 기혼 미혼 남자 여자 성인 괜찮음 오케이 괜찮아 좋아 싫어 그래 아니""")
 _KO_LANGS = frozenset(
     {"한국어", "영어", "일본어", "중국어", "스페인어", "프랑스어", "독일어", "러시아어", "베트남어", "태국어"})
 
@@ -284,7 +292,8 @@ _KO_RULES: list[Rule] = [
     (re.compile(rf"{_OBJ}\s+(?:더\s+)?선호(?:해|합니다|한다|하는 편|해요)"), _ko_verb_rule("preference", "{} 선호")),
     (re.compile(rf"{_OBJ}\s+(?:정말\s+|진짜\s+|너무\s+|아주\s+)?좋아(?:해|합니다|한다|하는)"),
      _ko_verb_rule("preference", "{} 좋아함")),
-    (re.compile(rf"{_OBJ}\s+(?:정말\s+|진짜\s+|너무\s+)?싫어(?:해|합니다|한다|하는)"), _ko_verb_rule("preference", "{} 싫어함")),
+    (re.compile(rf"{_OBJ}\s+(?:정말\s+|진짜\s+|너무\s+)?싫어(?:해|합니다|한다|하는)"),
+     _ko_verb_rule("preference", "{} 싫어함")),
     (re.compile(rf"{_OBJ}\s+(?:주로\s+|자주\s+|매일\s+)?(?:써|써요|씁니다|쓴다|쓰고\s*있|사용해|사용합니다|사용한다|사용하고\s*있|"
                 r"사용 중)"), _ko_verb_rule("tool", "{}")),
     (re.compile(r"(?P<obj>[^.!?。]*?\S)(?:에|에서)\s+(?:살아|살고\s*있|삽니다|산다|거주)"),
@@ -314,8 +323,7 @@ def extract_facts(content: str, role: str) -> list[Fact]:
     if role.strip().lower() != "user" or not content:
         return []
     facts: list[Fact] = []
-    for m in _SENTENCES.finditer(content):
-        sentence = m.group()
+    for sentence in _SENTENCE_BREAK.split(content):
         if not _usable(sentence):
             continue
         for f in _sentence_facts(sentence):

@@ -75,6 +75,15 @@ def _db_value(col: str, value: Any) -> Any:
     return value
 
 
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if value else ("[]" if isinstance(value, list) else "{}")
+
+
+_CONVERTERS: tuple[tuple[str, Any], ...] = tuple(
+    (c, _json if c in _JSON_COLS else iso if c in _TIME_COLS else int if c in _BOOL_COLS else None)
+    for c in _MEMORY_COLS)
+
+
 def _row_to_memory(row: tuple[Any, ...]) -> Memory:
     d = dict(zip(_MEMORY_COLS, row, strict=False))
     for c in _JSON_COLS:
@@ -177,7 +186,8 @@ class SQLiteStore:
                    "ON CONFLICT (user_id, session_id, content_hash, created_at) DO NOTHING")
 
     def _insert_params(self, m: Memory, search_text: str) -> list[Any]:
-        return [_db_value(c, getattr(m, c)) for c in _MEMORY_COLS] + [search_text]
+        # Hot path: one precomputed converter per column instead of per-value type checks.
+        return [conv(getattr(m, c)) if conv else getattr(m, c) for c, conv in _CONVERTERS] + [search_text]
 
     async def insert_memory(self, m: Memory, search_text: str) -> tuple[str, bool]:
         params = self._insert_params(m, search_text)
