@@ -143,9 +143,11 @@ def _inspector(args: list[str], env: dict[str, str]) -> subprocess.CompletedProc
 
 @pytest.mark.skipif(not INSPECTOR.exists() and not shutil.which("npx"), reason="run `make node` first")
 def test_inspector_cli_stdio(db_url: str, tmp_path: Path) -> None:
-    env = server_env(db_url, tmp_path)
-    env["PATH"] = os.environ.get("PATH", "")
-    cmd = [GIEOK, "serve", "--transport", "stdio"]
+    senv = server_env(db_url, tmp_path)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    # The inspector passes only a default environment to the server it starts: hand ours over with -e.
+    flags = [x for k, v in senv.items() if k.startswith(("GIEOK_", "OMP_")) for x in ("-e", f"{k}={v}")]
+    cmd = [*flags, GIEOK, "serve", "--transport", "stdio"]
     listed = _inspector([*cmd, "--method", "tools/list"], env)
     assert listed.returncode == 0, listed.stderr
     assert "search_memory" in listed.stdout and "manage_knowledge" in listed.stdout

@@ -46,11 +46,13 @@ Cost: a detector's regex is only *matched* at the places where its literal marke
 `str.find`), never searched across the text, so a message with no marker costs a few substring checks.
 `redact` is idempotent: a placeholder is never itself a secret.
 """
+
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["KINDS", "Redaction", "redact"]
 
@@ -100,6 +102,7 @@ _PLAIN_KEY_QUALIFIERS = frozenset({
 _NAME_STEMS = ("key", "secret", "token", "pass", "pwd", "cred", "auth", "private", "dsn", "signature")
 
 
+@lru_cache(maxsize=4096)  # the same few names (`key`, `max_tokens`, `api_key`) recur in every message
 def _is_secret_name(name: str) -> bool:
     words = [w.lower() for w in _WORD.findall(name)]
     if not words or words[-1] in _META_WORDS or _COUNTER_WORDS.intersection(words):
@@ -146,11 +149,12 @@ def _is_placeholder(value: str) -> bool:
 def _is_code(value: str, name: str) -> bool:
     if _CALL.match(value):
         return True
-    # `api_key=api_key`, `password=self.password`, `token=process.env.GITHUB_TOKEN`: a variable, no literal.
-    if _IDENT_PATH.fullmatch(value):
-        last = value.rsplit(".", 1)[-1]
-        return last.lower() == name.lower() or _is_secret_name(last)
-    return False
+    if value.lower() == name.lower():
+        return True  # `f(api_key=api_key)`: a keyword argument passed through
+    # `password=self.password`, `token=process.env.GITHUB_TOKEN`: an attribute, not a literal. A lone
+    # identifier is *not* code here: `JWT_SECRET=my_secret_key` in a .env file is a (weak) real secret.
+    _, dot, last = value.rpartition(".")
+    return bool(dot) and _IDENT_PATH.fullmatch(value) is not None and _is_secret_name(last)
 
 
 # --- detectors ---------------------------------------------------------------------------------------------
@@ -228,8 +232,10 @@ def _key_value(m: re.Match[str]) -> Span | None:
     if scheme:
         start += scheme.end()
         value = value[scheme.end():]
-    if group == "uq" and value.lower() in _STRING_PREFIXES and m.string[end:end + 1] in ("'", '"'):
-        return None  # `"Authorization": f"Bearer {token}"`: the `f` opens a string, it is not the value
+    if group == "uq" and m.string[end:end + 1] in ("'", '"') and (
+        value.lower() in _STRING_PREFIXES or (value.isalpha() and m.string[end] == "'")
+    ):
+        return None  # the `f` of `f"Bearer {token}"` opens a string; the `don` of "'secret': don't" is prose
     if _is_placeholder(value) or (group == "uq" and _is_code(value, name)):
         return None
     return start, end
@@ -410,7 +416,9 @@ _KEY_VALUES: tuple[_KeyValue, ...] = (
         # A YAML line with an unquoted value, only when the value is one word to the end of the line:
         # "password: hunter2" is a secret, "Password: must be 12 characters long" is prose.
         "env_secret",
-        re.compile(rf"[ \t]*(?:-[ \t]+)?{_NAME}[ \t]*:[ \t]+(?P<uq>[^\s\"'#|>&*!\[{{]\S*)[ \t\r]*(?:#[^\n]*)?(?:\n|\Z)"),
+        re.compile(
+            rf"[ \t]*(?:-[ \t]+)?{_NAME}[ \t]*:[ \t]+(?P<uq>[^\s\"'#|>&*!\[{{]\S*)[ \t\r]*(?:#[^\n]*)?(?:\n|\Z)"
+        ),
         _key_value,
         gate=":",
         line=True,
@@ -426,6 +434,7 @@ _RANK = {kind: i for i, kind in enumerate(KINDS)}
 
 _NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_.-"
 _NAME_LEAD = "0123456789.-"  # may sit inside a name but not start one (`--password`, `.env.token`)
+_SCHEME_LEAD = "0123456789+.-"  # likewise for a URL scheme
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
@@ -436,8 +445,7 @@ def _lower(text: str) -> str:
     return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
 
 
-def _has_any(text: str, chars: str) -> bool:
-    return any(c in text for c in chars)
+_GATE_CHARS = "<-_/.@:="
 
 
 def _run_start(hay: str, end: int, chars: str, lead: str, limit: int = 80) -> int:
@@ -448,22 +456,38 @@ def _run_start(hay: str, end: int, chars: str, lead: str, limit: int = 80) -> in
     return start + len(run) - len(run.lstrip(lead))
 
 
-def _name_starts(lowered: str) -> list[int]:
-    starts: set[int] = set()
+# The rest of a name after its stem, then a separator (`=`, `:=`, `?=`, `:`, `=>`), maybe after a closing quote.
+_NAME_REST_AND_SEP = re.compile(r"[a-z0-9_.\-]*(?=[\"']?[ \t]*[:=?])")
+
+
+def _name_starts(text: str, lowered: str) -> list[int]:
+    """Starts of secret-like names followed by a separator: the only places key-value patterns are tried."""
+    seen: set[int] = set()  # name ends: several stems (`secret_key`) find the same name
+    starts: list[int] = []
     for stem in _NAME_STEMS:
         hit = lowered.find(stem)
         while hit != -1:
-            starts.add(_run_start(lowered, hit, _NAME_CHARS, _NAME_LEAD))
-            hit = lowered.find(stem, hit + len(stem))
+            rest = _NAME_REST_AND_SEP.match(lowered, hit)
+            if rest is None:  # "the key point", "token count": prose or code, not an assignment
+                hit = lowered.find(stem, hit + len(stem))
+                continue
+            end = rest.end()
+            if end not in seen:
+                seen.add(end)
+                start = _run_start(lowered, hit, _NAME_CHARS, _NAME_LEAD)
+                if _is_secret_name(text[start:end]):
+                    starts.append(start)
+            hit = lowered.find(stem, end)
     return sorted(starts)
 
 
 def _find(text: str) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
     lowered: str | None = None
+    present = {c for c in _GATE_CHARS if c in text}
 
     for tok in _TOKENS:
-        if tok.gate and not _has_any(text, tok.gate):
+        if tok.gate and present.isdisjoint(tok.gate):
             continue
         if tok.lower:
             if lowered is None:
@@ -475,20 +499,20 @@ def _find(text: str) -> list[tuple[int, int, str]]:
             hit = hay.find(marker)
             covered = 0  # a marker inside this detector's previous match is part of it
             while hit != -1:
-                start = _run_start(hay, hit, tok.back, "+.-0123456789") if tok.back else hit
+                start = _run_start(hay, hit, tok.back, _SCHEME_LEAD) if tok.back else hit
                 if start >= covered and (m := tok.pattern.match(text, start)) is not None:
                     covered = m.end()
                     if (span := tok.span(m)) is not None and span[0] < span[1]:
                         found.append((span[0], span[1], tok.kind))
                 hit = hay.find(marker, hit + 1)
 
-    if not _has_any(text, ":="):
+    if ":" not in present and "=" not in present:
         return found
     if lowered is None:
         lowered = _lower(text)
-    starts = _name_starts(lowered)
+    starts = _name_starts(text, lowered)
     for kv in _KEY_VALUES:
-        if not starts or not _has_any(text, kv.gate):
+        if not starts or present.isdisjoint(kv.gate):
             continue
         tried: set[int] = set()
         for name_start in starts:
@@ -505,9 +529,9 @@ def _find(text: str) -> list[tuple[int, int, str]]:
             if anchor in tried:
                 continue
             tried.add(anchor)
-            if (m := kv.pattern.match(text, anchor)) is not None and (span := kv.span(m)) is not None:
-                if span[0] < span[1]:
-                    found.append((span[0], span[1], kv.kind))
+            m = kv.pattern.match(text, anchor)
+            if m is not None and (span := kv.span(m)) is not None and span[0] < span[1]:
+                found.append((span[0], span[1], kv.kind))
     return found
 
 

@@ -157,15 +157,23 @@ class Librarian:
         """Process what is pending now; returns rows handled."""
         total = 0
         batches = 0
+        seen: set[str] = set()
         while not self._stopping:
             rows = await self.svc.store.claim_pending(self.worker_id, self.s.librarian_batch, self.s.lease_seconds,
                                                       self.s.cold_max_attempts, utcnow())
-            if not rows:
+            # Rows this cycle already handled that come straight back (e.g. no embedder is configured, so
+            # they stay embed-pending) end the cycle instead of spinning on them.
+            fresh = [m for m in rows if m.id not in seen]
+            if not fresh:
+                if rows:
+                    await self.svc.store.complete_cold([ColdResult(m.id) for m in rows], utcnow())
                 break
-            total += await self.process_batch(rows)
+            seen.update(m.id for m in fresh)
+            total += await self.process_batch(fresh)
             batches += 1
             if max_batches is not None and batches >= max_batches:
                 break
+            await asyncio.sleep(0)  # let requests in between batches
         self.cycles += 1
         return total
 

@@ -186,11 +186,14 @@ def build_server(settings: Settings, *, run_librarian: bool | None = None) -> MC
             raise ResourceError(str(exc)) from exc
         return json.dumps(m.to_dict(), ensure_ascii=False)
 
-    @mcp.resource("profile://me", name="profile", description="The user's core and sub profile.",
-                  mime_type="application/json")
-    async def profile_resource(ctx: Context) -> str:
+    @mcp.resource("profile://{user_id}", name="profile", description="A user's core and sub profile "
+                  "(profile://me for the caller).", mime_type="application/json")
+    async def profile_resource(user_id: str, ctx: Context) -> str:
         svc = service(ctx)
-        prof = await svc.profile(identity(ctx, svc).user_id)
+        me = identity(ctx, svc).user_id
+        if user_id not in ("me", me):
+            raise ResourceError(f"profile://{user_id} is not yours to read; use profile://me")
+        prof = await svc.profile(me)
         return json.dumps({"user_id": prof.user_id, "core_profile": prof.core_profile,
                            "sub_profile": prof.sub_profile}, ensure_ascii=False)
 

@@ -1,0 +1,368 @@
+"""Reading agent histories: Claude Code transcripts (shared with the hooks) and ChatGPT exports, and the batch
+import that stores them.
+
+Decisions, and why:
+- A Claude Code *turn* is everything the assistant wrote between two user entries that carry text (a prompt,
+  a slash command, the stop-hook feedback Claude Code records as a meta user entry). One turn is one memory:
+  its text blocks in order, and each tool call as one short line (`[tool: Bash] pytest -q`, cut at 160
+  characters). Tool *results* and thinking blocks are not stored: results are bulky (whole files, command
+  output) and the assistant's text says what mattered; thinking is the model's scratchpad.
+- The hooks and this importer build turns with the same code, so a turn gets the same content and the same
+  `created_at` (the transcript timestamp of the turn's first assistant entry) whichever path stores it, and
+  importing a hooked session stores nothing twice (the store dedups on user, session, content hash, time).
+- The hook stores a prompt when it is submitted, before the transcript has it, so its time differs a little
+  from the transcript's. The importer therefore matches each message one-to-one with an already stored row
+  of the same session and content hash within `PROMPT_WINDOW` before storing it.
+- A subagent's task prompt was written by the main agent, not the user, so it is stored as role `system`
+  on the subagent's rows: role `user` would let the librarian mistake it for a fact about the user.
+- ChatGPT: only the branch the user kept (root → `current_node`) by default; regenerated answers and edited
+  prompts the user moved away from come in with `all_branches=True`, marked `meta.branch = "alternate"`.
+
+Module imports stay light: the hook process imports this on every prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from gieok.ingest import MessageIn
+
+CLAUDE = "claude-code"
+CHATGPT = "chatgpt"
+TOOL_LINE_CHARS = 160
+PROMPT_WINDOW = timedelta(minutes=5)
+# Claude Code's own wrappers around slash commands and interruptions: turn boundaries, never memories.
+_NOISE_PREFIXES = ("<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
+                   "<local-command-stderr>", "<system-reminder>", "Caveat: The messages below were generated",
+                   "[Request interrupted by user")
+_TOOL_KEYS = ("command", "file_path", "notebook_path", "path", "pattern", "url", "query", "description", "prompt")
+
+
+# --- Claude Code transcripts -------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Line:
+    start: int          # byte offset of the line
+    end: int            # byte offset just after it
+    entry: dict[str, Any]
+
+
+def read_lines(path: Path, offset: int = 0, *, final: bool = True) -> tuple[list[Line], int]:
+    """JSON entries from `offset`, and the offset after the last complete line. A last line without its
+    newline is still being written unless `final` (a finished file), so it is left for the next read."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        data = fh.read()
+    out: list[Line] = []
+    pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            if not final:
+                break
+            nl = len(data)
+        raw = data[pos:nl].strip()
+        if raw:
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                entry = None
+            if isinstance(entry, dict):
+                out.append(Line(offset + pos, offset + nl + 1, entry))
+        pos = nl + 1
+    return out, offset + min(pos, len(data))
+
+
+@dataclass(slots=True)
+class Item:
+    """A prompt (role user) or an assistant turn read from one stream of a transcript."""
+
+    role: str
+    text: str
+    created_at: str | None
+    uuid: str
+    start: int
+    end: int
+    model: str = ""
+    cwd: str = ""
+    session_id: str = ""
+    closed: bool = True         # a later user entry ended it (assistant turns only)
+    tail_is_tool: bool = False  # the turn's last block so far is a tool call: it cannot be over yet
+
+
+def _user_text(entry: dict[str, Any]) -> str | None:
+    """The text of a user entry, or None when it only carries tool results (not a turn boundary)."""
+    content = (entry.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    if texts:
+        return "\n\n".join(t for t in texts if isinstance(t, str))
+    return None if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content) else ""
+
+
+def is_prompt(entry: dict[str, Any], text: str) -> bool:
+    """A user entry worth remembering: typed by a person, not a wrapper Claude Code wrote."""
+    s = text.strip()
+    return bool(s) and not entry.get("isMeta") and not entry.get("isCompactSummary") \
+        and not s.startswith(_NOISE_PREFIXES)
+
+
+def tool_line(block: dict[str, Any]) -> str:
+    name = str(block.get("name") or "tool")
+    inp = block.get("input") if isinstance(block.get("input"), dict) else {}
+    detail = next((str(inp[k]) for k in _TOOL_KEYS if isinstance(inp.get(k), str) and inp[k].strip()), "")
+    if not detail and inp:
+        detail = json.dumps(inp, ensure_ascii=False)
+    if isinstance(inp.get("subagent_type"), str):
+        detail = f"({inp['subagent_type']}) {detail}"
+    detail = " ".join(detail.split())
+    line = f"[tool: {name}] {detail}".rstrip()
+    return line if len(line) <= TOOL_LINE_CHARS else line[:TOOL_LINE_CHARS - 1] + "…"
+
+
+def stream_items(lines: Iterable[Line]) -> list[Item]:
+    """Prompts and assistant turns of ONE stream (the caller filters main vs a subagent), in order."""
+    items: list[Item] = []
+    turn: Item | None = None
+    parts: list[str] = []
+
+    def close(closed: bool) -> None:
+        nonlocal turn
+        if turn is not None and parts:
+            turn.text = "\n\n".join(parts)
+            turn.closed = closed
+            items.append(turn)
+        turn = None
+        parts.clear()
+
+    for ln in lines:
+        e = ln.entry
+        kind = e.get("type")
+        msg = e.get("message") if isinstance(e.get("message"), dict) else {}
+        if kind == "user":
+            text = _user_text(e)
+            if text is None:        # tool results belong to the running turn
+                continue
+            close(True)
+            if is_prompt(e, text):
+                items.append(Item("user", text.strip(), e.get("timestamp"), str(e.get("uuid", "")), ln.start,
+                                  ln.end, cwd=str(e.get("cwd", "")), session_id=str(e.get("sessionId", ""))))
+        elif kind == "assistant":
+            model = str(msg.get("model") or "")
+            if model == "<synthetic>" or e.get("isApiErrorMessage"):
+                continue            # Claude Code's own placeholders ("No response requested."), not the model
+            if turn is None:
+                turn = Item("assistant", "", e.get("timestamp"), str(e.get("uuid", "")), ln.start, ln.end,
+                            cwd=str(e.get("cwd", "")), session_id=str(e.get("sessionId", "")))
+            turn.end = ln.end
+            turn.model = model or turn.model
+            content = msg.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+            for b in blocks:
+                if not isinstance(b, dict):
+                    continue
+                if b.get("type") == "text" and str(b.get("text", "")).strip():
+                    parts.append(str(b["text"]).strip())
+                    turn.tail_is_tool = False
+                elif b.get("type") == "tool_use":
+                    parts.append(tool_line(b))
+                    turn.tail_is_tool = True
+    close(False)
+    return items
+
+
+def split_content(text: str, max_bytes: int) -> list[str]:
+    """Pieces of at most `max_bytes` UTF-8 bytes, cut at line ends where possible: a long turn is kept whole
+    across rows rather than refused by the 64 KiB limit."""
+    if len(text.encode("utf-8")) <= max_bytes:
+        return [text]
+    pieces: list[str] = []
+    rest = text
+    while rest:
+        cut = len(rest.encode("utf-8")[:max_bytes].decode("utf-8", "ignore"))
+        if cut < len(rest):
+            nl = rest.rfind("\n", 0, cut)
+            cut = nl + 1 if nl > cut // 2 else cut
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    return [p for p in pieces if p.strip()]
+
+
+def expand(msg: MessageIn, max_bytes: int) -> list[MessageIn]:
+    """One message, or its pieces (1 µs apart, so they keep their order) when it is over the size limit."""
+    pieces = split_content(msg.content, max_bytes)
+    if len(pieces) == 1:
+        return [msg]
+    base = _as_dt(msg.created_at)
+    return [replace(msg, content=p, meta={**msg.meta, "part": f"{i + 1}/{len(pieces)}"},
+                    created_at=base + timedelta(microseconds=i) if base else None) for i, p in enumerate(pieces)]
+
+
+def _as_dt(value: str | datetime | None) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    from gieok.timeparse import parse_time
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
+@dataclass(slots=True)
+class _ClaudeSession:
+    model: str = ""                                         # the main agent's latest model
+    agent_types: dict[str, str] = field(default_factory=dict)  # agentId → subagent_type
+
+
+def _agent_types(lines: list[Line]) -> dict[str, str]:
+    """agentId → subagent_type, from the Task/Agent tool calls and their results in the main transcript."""
+    by_call: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for ln in lines:
+        content = (ln.entry.get("message") or {}).get("content")
+        if not isinstance(content, list):
+            continue
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            inp = b.get("input")
+            if b.get("type") == "tool_use" and isinstance(inp, dict) and isinstance(inp.get("subagent_type"), str):
+                by_call[str(b.get("id"))] = inp["subagent_type"]
+            elif b.get("type") == "tool_result" and str(b.get("tool_use_id")) in by_call:
+                res = ln.entry.get("toolUseResult")
+                if isinstance(res, dict) and res.get("agentId"):
+                    out[str(res["agentId"])] = by_call[str(b.get("tool_use_id"))]
+    return out
+
+
+def claude_code_files(path: Path) -> list[Path]:
+    """A transcript, or every transcript under a projects directory (main sessions sort before their
+    `<session>/subagents/` files, so subagent rows know the main model and their role)."""
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+    return [path]
+
+
+def claude_code_messages(path: Path, user_id: str, project_of: Callable[[str], str],
+                         sessions: dict[str, _ClaudeSession] | None = None) -> Iterator[MessageIn]:
+    """Every prompt and assistant turn of one transcript file, with its original time, model and session."""
+    sessions = sessions if sessions is not None else {}
+    lines, _ = read_lines(path, final=True)
+    title = next((str(ln.entry.get("summary")) for ln in reversed(lines) if ln.entry.get("type") == "summary"
+                  and ln.entry.get("summary")), "")
+    streams: dict[str, list[Line]] = {}
+    for ln in lines:
+        e = ln.entry
+        if e.get("type") not in ("user", "assistant"):
+            continue
+        key = f"sub:{e.get('agentId') or path.stem}" if e.get("isSidechain") else "main"
+        streams.setdefault(key, []).append(ln)
+    for key, stream in sorted(streams.items(), key=lambda kv: kv[0] != "main"):
+        sid = next((str(ln.entry["sessionId"]) for ln in stream if ln.entry.get("sessionId")), path.stem)
+        sess = sessions.setdefault(sid, _ClaudeSession())
+        if key == "main":
+            sess.agent_types.update(_agent_types(stream))
+        for it in stream_items(stream):
+            meta: dict[str, Any] = {"uuid": it.uuid, **({"title": title} if title else {})}
+            msg = MessageIn(content=it.text, user_id=user_id, role=it.role, agent_platform=CLAUDE,
+                            session_id=sid, project=project_of(it.cwd) if it.cwd else "", created_at=it.created_at,
+                            meta=meta)
+            if key == "main":
+                if it.role == "assistant":
+                    sess.model = it.model or sess.model
+                msg.agent_model = it.model if it.role == "assistant" else sess.model
+            else:
+                agent_id = key[4:]
+                msg.is_subagent = True
+                msg.agent_model = sess.model
+                msg.subagent_model = it.model
+                msg.subagent_role = sess.agent_types.get(agent_id, "")
+                msg.meta["agent_id"] = agent_id
+                if it.role == "user":
+                    msg.role = "system"
+                    msg.meta["subagent_task"] = True
+            yield msg
+
+
+# --- ChatGPT export ----------------------------------------------------------------------------------------
+def _epoch(value: Any) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def _chatgpt_text(message: dict[str, Any]) -> str:
+    content = message.get("content") or {}
+    if content.get("content_type") not in ("text", "multimodal_text"):
+        return ""    # code, execution output, browsing, thoughts: tool traffic, not conversation
+    return "\n".join(p for p in content.get("parts") or [] if isinstance(p, str)).strip()
+
+
+def _active_path(mapping: dict[str, Any], current: str | None) -> list[str]:
+    if not current or current not in mapping:
+        leaves = [k for k, n in mapping.items() if not n.get("children")]
+        current = max(leaves, key=lambda k: ((mapping[k].get("message") or {}).get("create_time") or 0),
+                      default=None)
+    path: list[str] = []
+    seen: set[str] = set()
+    while current and current in mapping and current not in seen:
+        seen.add(current)
+        path.append(current)
+        current = mapping[current].get("parent")
+    return path[::-1]
+
+
+def chatgpt_messages(conv: dict[str, Any], user_id: str, *, all_branches: bool = False) -> Iterator[MessageIn]:
+    """The messages of one exported conversation, oldest first."""
+    mapping: dict[str, Any] = conv.get("mapping") or {}
+    sid = str(conv.get("conversation_id") or conv.get("id") or "")
+    title = str(conv.get("title") or "")
+    active = _active_path(mapping, conv.get("current_node"))
+    on_path = set(active)
+    order = active if not all_branches else active + [k for k in mapping if k not in on_path]
+    default_model = str(conv.get("default_model_slug") or "")
+    start = _epoch(conv.get("create_time"))
+    out: list[MessageIn] = []
+    for i, node_id in enumerate(order):
+        m = mapping[node_id].get("message")
+        if not isinstance(m, dict):
+            continue
+        role = (m.get("author") or {}).get("role")
+        meta_in = m.get("metadata") or {}
+        if role not in ("user", "assistant") or meta_in.get("is_visually_hidden_from_conversation") \
+                or m.get("recipient", "all") != "all":
+            continue
+        text = _chatgpt_text(m)
+        if not text:
+            continue
+        when = _epoch(m.get("create_time")) or (start + timedelta(microseconds=i) if start else None)
+        model = str(meta_in.get("model_slug") or default_model)
+        meta: dict[str, Any] = {"node_id": node_id, **({"title": title} if title else {})}
+        if node_id not in on_path:
+            meta["branch"] = "alternate"
+        out.append(MessageIn(content=text, user_id=user_id, role=role, agent_platform=CHATGPT, agent_model=model,
+                             session_id=sid, created_at=when, meta=meta))
+    out.sort(key=lambda x: x.created_at or datetime.min.replace(tzinfo=UTC))
+    yield from out
+
+
+def load_chatgpt(path: Path) -> list[dict[str, Any]]:
+    from gieok.errors import InvalidInput
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidInput("path", f"cannot read {path} as a ChatGPT export ({exc}); pass the "
+                                   "conversations.json from the export zip") from None
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        data = data["conversations"]
+    if not isinstance(data, list):
+        raise InvalidInput("path", f"{path} is not a ChatGPT conversations.json (expected a list)")
+    return [c for c in data if isinstance(c, dict)]
