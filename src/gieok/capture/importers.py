@@ -116,7 +116,7 @@ def is_prompt(entry: dict[str, Any], text: str) -> bool:
 
 def tool_line(block: dict[str, Any]) -> str:
     name = str(block.get("name") or "tool")
-    inp = block.get("input") if isinstance(block.get("input"), dict) else {}
+    inp: dict[str, Any] = block["input"] if isinstance(block.get("input"), dict) else {}
     detail = next((str(inp[k]) for k in _TOOL_KEYS if isinstance(inp.get(k), str) and inp[k].strip()), "")
     if not detail and inp:
         detail = json.dumps(inp, ensure_ascii=False)
@@ -145,7 +145,7 @@ def stream_items(lines: Iterable[Line]) -> list[Item]:
     for ln in lines:
         e = ln.entry
         kind = e.get("type")
-        msg = e.get("message") if isinstance(e.get("message"), dict) else {}
+        msg: dict[str, Any] = e["message"] if isinstance(e.get("message"), dict) else {}
         if kind == "user":
             text = _user_text(e)
             if text is None:        # tool results belong to the running turn
@@ -366,3 +366,93 @@ def load_chatgpt(path: Path) -> list[dict[str, Any]]:
     if not isinstance(data, list):
         raise InvalidInput("path", f"{path} is not a ChatGPT conversations.json (expected a list)")
     return [c for c in data if isinstance(c, dict)]
+
+
+# --- storing -----------------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class ImportCounts:
+    read: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    invalid: int = 0
+    errors: list[str] = field(default_factory=list)    # the first few refusals, to show the user
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"read": self.read, "stored": self.stored, "duplicates": self.duplicates, "invalid": self.invalid,
+                "errors": self.errors}
+
+
+class BatchWriter:
+    """Prepares messages on the hot-path rules (validation, redaction, hashing) and inserts them in batches,
+    skipping what the store already has (see the module docstring for the one-to-one prompt matching)."""
+
+    def __init__(self, store: Any, *, max_bytes: int, redact_secrets: bool, batch: int = 500) -> None:
+        self.store = store
+        self.max_bytes = max_bytes
+        self.redact_secrets = redact_secrets
+        self.batch = batch
+        self.counts = ImportCounts()
+        self._buf: list[tuple[Any, str]] = []
+        self._known: dict[tuple[str, str], dict[str, list[datetime]]] = {}
+
+    async def _existing(self, user_id: str, session_id: str) -> dict[str, list[datetime]]:
+        key = (user_id, session_id)
+        if key not in self._known:
+            from gieok.models import SearchFilters
+            rows = await self.store.list_memories(SearchFilters(user_id=user_id, session_id=session_id,
+                                                                include_archived=True),
+                                                  limit=1_000_000, newest_first=False)
+            known: dict[str, list[datetime]] = {}
+            for r in rows:
+                if r.created_at is not None:
+                    known.setdefault(r.content_hash, []).append(r.created_at)
+            self._known[key] = known
+        return self._known[key]
+
+    async def add(self, msg: MessageIn) -> None:
+        from gieok.errors import InvalidInput
+        from gieok.ingest import prepare
+        for part in expand(msg, self.max_bytes):
+            self.counts.read += 1
+            try:
+                row, text = prepare(part, max_bytes=self.max_bytes, redact_secrets=self.redact_secrets)
+            except InvalidInput as exc:
+                self.counts.invalid += 1
+                if len(self.counts.errors) < 5:
+                    self.counts.errors.append(str(exc))
+                continue
+            if row.session_id and row.created_at is not None:
+                times = (await self._existing(row.user_id, row.session_id)).get(row.content_hash)
+                if times:
+                    best = min(times, key=lambda t: abs(t - row.created_at))  # type: ignore[operator]
+                    if abs(best - row.created_at) <= PROMPT_WINDOW:
+                        times.remove(best)      # one stored row stands for one message, never more
+                        self.counts.duplicates += 1
+                        continue
+            self._buf.append((row, text))
+            if len(self._buf) >= self.batch:
+                await self.flush()
+
+    async def flush(self) -> None:
+        if not self._buf:
+            return
+        n = int(await self.store.insert_many(self._buf))
+        self.counts.stored += n
+        self.counts.duplicates += len(self._buf) - n
+        self._buf = []
+
+
+async def import_sources(writer: BatchWriter, sources: list[Any], messages_of: Callable[[Any], Iterable[MessageIn]],
+                         *, label: str, progress: bool) -> ImportCounts:
+    """Feed every source (a file, a conversation) through the writer, with a progress bar on stderr."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), disable=not progress, transient=True) as bar:
+        task = bar.add_task(label, total=len(sources))
+        for src in sources:
+            for msg in messages_of(src):
+                await writer.add(msg)
+            bar.advance(task)
+        await writer.flush()
+    return writer.counts

@@ -92,8 +92,10 @@ class Store(Protocol):
         created_at already present is a duplicate: its id is returned with inserted=False."""
         ...
 
-    async def insert_many(self, rows: list[tuple[Memory, str]]) -> int:
-        """Bulk insert in one transaction (imports, copies); duplicates are skipped. Returns rows inserted."""
+    async def insert_many(self, rows: list[tuple[Memory, str]], vectors: dict[str, Vector] | None = None) -> int:
+        """Bulk insert in one transaction (imports, copies); duplicates are skipped. Returns rows inserted.
+        `vectors` (id → embedding under that row's `embedding_model`) are stored with their rows: a copy
+        between stores keeps the vectors it does not need to recompute."""
         ...
 
     async def get_memory(self, memory_id: str, *, include_deleted: bool = False) -> Memory | None: ...

@@ -204,13 +204,22 @@ class SQLiteStore:
                                                   iso(m.created_at))).fetchone()
             return str(row[0]), False
 
-    async def insert_many(self, rows: list[tuple[Memory, str]]) -> int:
+    async def insert_many(self, rows: list[tuple[Memory, str]], vectors: dict[str, Vector] | None = None) -> int:
         """Bulk insert in one transaction (imports, copies); duplicates are skipped. Returns rows inserted."""
+        vectors = vectors or {}
+
         def run() -> int:
             with self._write() as db:
                 n = 0
+                gen = int(db.execute("SELECT COALESCE(MAX(embed_gen), 0) FROM memory").fetchone()[0]) if vectors else 0
                 for m, text in rows:
-                    n += db.execute(self._INSERT_SQL, self._insert_params(m, text)).rowcount
+                    inserted = db.execute(self._INSERT_SQL, self._insert_params(m, text)).rowcount
+                    n += inserted
+                    vec = vectors.get(m.id)
+                    if inserted and vec is not None:
+                        gen += 1
+                        db.execute("UPDATE memory SET embedding = ?, embed_gen = ? WHERE id = ?",
+                                   (np.asarray(vec, dtype=np.float32).tobytes(), gen, m.id))
                 return n
         return await anyio.to_thread.run_sync(run)
 

@@ -1,0 +1,234 @@
+"""`gieok bench locomo`: evidence recall of the product's own ingest → librarian → search path on LoCoMo.
+
+The metric is the one in `../shared/eval/README.md`, exactly:
+- one conversation = one user's memory, in a fresh store;
+- every turn is ingested through `MemoryService.ingest` as a chat message, `created_at` = its session's
+  date-time, the image caption appended as `[image: …]`; the librarian (`Librarian.run_once`) then tags and
+  embeds through the real cold path;
+- each question goes through `MemoryService.search` (the full ranking of the chosen recipe) with "now" = one
+  day after the last session;
+- evidence recall@k = share of a question's evidence turns among the top k results, averaged over questions;
+  any-hit@k; recall@10 per category; every figure with and without category 5 (adversarial);
+- evidence ids are normalised with `D:?(\\d+):0*(\\d+)`, ids that do not exist are dropped, and a question left
+  with no valid evidence is skipped.
+
+Speakers: both LoCoMo speakers are people talking to each other, neither is an assistant, so every turn is
+ingested with role "user" and the speaker's name as the message title (the author of the message), which is
+what a chat importer does with a named participant. The dia_id is kept in `meta` only to score.
+Searches do not count as views (`count_view=False`): each question is asked against the same memory, so one
+question's results cannot change the usage signal of the next.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from gieok.embed.base import Embedder
+
+_EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
+_SESSION = re.compile(r"^session_(\d+)$")
+USER_ID = "locomo"
+
+
+def parse_session_date(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' → an aware UTC datetime (the dataset gives no zone)."""
+    return datetime.strptime(" ".join(text.split()), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def normalise_evidence(raw: Iterable[Any], known: set[str]) -> list[str]:
+    """Clean evidence ids: every `D<session>:<turn>` found in each entry (one entry may hold several, e.g.
+    "D8:6; D9:17"), leading zeros dropped ("D30:05" → "D30:5"), unknown ids dropped, duplicates removed."""
+    out: list[str] = []
+    for item in raw:
+        for s, t in _EVIDENCE.findall(str(item)):
+            did = f"D{int(s)}:{int(t)}"
+            if did in known and did not in out:
+                out.append(did)
+    return out
+
+
+@dataclass(slots=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    session: int
+    created_at: datetime
+
+
+@dataclass(slots=True)
+class Question:
+    question: str
+    category: int
+    evidence: list[str]
+
+
+@dataclass(slots=True)
+class Conversation:
+    name: str
+    turns: list[Turn]
+    questions: list[Question]
+    skipped: int
+    now: datetime
+
+
+def load_conversation(path: Path) -> Conversation:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    conv = data.get("conversation", data)  # the authors' combined file nests it; our split files do not
+    sessions = sorted(int(m.group(1)) for k in conv if (m := _SESSION.match(k)))
+    turns: list[Turn] = []
+    last = None
+    for n in sessions:
+        date = parse_session_date(conv[f"session_{n}_date_time"])
+        last = date if last is None or date > last else last
+        for i, t in enumerate(conv[f"session_{n}"]):
+            text = str(t.get("text", ""))
+            if t.get("blip_caption"):
+                text = f"{text} [image: {t['blip_caption']}]"
+            # Turns of one session share its date-time; a second apart keeps their order (and their ids
+            # time-ordered) without moving them to another day.
+            turns.append(Turn(_norm_id(str(t["dia_id"])), str(t["speaker"]), text, n,
+                              date + timedelta(seconds=i)))
+    if last is None:
+        raise ValueError(f"{path}: no sessions")
+    known = {t.dia_id for t in turns}
+    questions, skipped = [], 0
+    for qa in data.get("qa", []):
+        ev = normalise_evidence(qa.get("evidence", []), known)
+        if not ev:
+            skipped += 1
+            continue
+        questions.append(Question(str(qa["question"]), int(qa["category"]), ev))
+    return Conversation(path.stem, turns, questions, skipped, last + timedelta(days=1))
+
+
+def _norm_id(dia_id: str) -> str:
+    m = _EVIDENCE.search(dia_id)
+    return f"D{int(m.group(1))}:{int(m.group(2))}" if m else dia_id
+
+
+@dataclass(slots=True)
+class Tally:
+    """Sums for one group of questions; averages are taken at the end."""
+
+    ks: tuple[int, ...]
+    n: int = 0
+    recall: dict[int, float] = field(default_factory=dict)
+    hit: dict[int, float] = field(default_factory=dict)
+
+    def add(self, evidence: list[str], ranked: list[set[str]]) -> None:
+        self.n += 1
+        ev = set(evidence)
+        for k in self.ks:
+            got: set[str] = set().union(*ranked[:k]) & ev if ranked[:k] else set()
+            self.recall[k] = self.recall.get(k, 0.0) + len(got) / len(ev)
+            self.hit[k] = self.hit.get(k, 0.0) + (1.0 if got else 0.0)
+
+    def mean(self, what: dict[int, float], k: int) -> float:
+        return what.get(k, 0.0) / self.n if self.n else 0.0
+
+
+@dataclass(slots=True)
+class Score:
+    """Every figure, with and without category 5."""
+
+    ks: tuple[int, ...]
+    all: Tally = field(init=False)
+    no5: Tally = field(init=False)
+    cats: dict[int, Tally] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.all, self.no5 = Tally(self.ks), Tally(self.ks)
+
+    def add(self, q: Question, ranked: list[set[str]]) -> None:
+        """`ranked`: for each result in rank order, the dia_ids that memory holds."""
+        self.all.add(q.evidence, ranked)
+        if q.category != 5:
+            self.no5.add(q.evidence, ranked)
+        self.cats.setdefault(q.category, Tally(self.ks)).add(q.evidence, ranked)
+
+
+def score_dict(sc: Score, *, questions_skipped: int = 0, wall_s: float = 0.0, recipe: str = "") -> dict[str, Any]:
+    def block(t: Tally) -> dict[str, Any]:
+        d: dict[str, Any] = {f"recall@{k}": round(t.mean(t.recall, k), 4) for k in sc.ks}
+        d.update({f"hit@{k}": round(t.mean(t.hit, k), 4) for k in sc.ks})
+        d["questions"] = t.n
+        return d
+    k10 = 10 if 10 in sc.ks else max(sc.ks)
+    out = block(sc.all)
+    out["per_category"] = {str(c): {f"recall@{k10}": round(t.mean(t.recall, k10), 4), "questions": t.n}
+                           for c, t in sorted(sc.cats.items())}
+    out["without_category_5"] = block(sc.no5)
+    out["questions_skipped"] = questions_skipped
+    out["recipe"] = recipe
+    out["wall_s"] = round(wall_s, 1)
+    return out
+
+
+async def run_conversation(conv: Conversation, score: Score, *, recipe: str, workdir: Path,
+                           wrap_embedder: Callable[[Embedder], Embedder] | None = None) -> None:
+    from gieok.ingest import MessageIn
+    from gieok.runtime import open_service
+    from gieok.settings import load_settings
+
+    settings = load_settings(home=workdir, database_url=f"sqlite:///{workdir / f'{conv.name}.db'}",
+                             user_id=USER_ID, llm="none")
+    async with open_service(settings) as svc:
+        if wrap_embedder is not None and svc.embedder is not None:
+            svc.embedder = wrap_embedder(svc.embedder)
+        holds: dict[str, set[str]] = {}
+        for t in conv.turns:
+            mid, _ = await svc.ingest(MessageIn(content=t.text, user_id=USER_ID, role="user", title=t.speaker,
+                                                session_id=f"{conv.name}-session-{t.session}",
+                                                created_at=t.created_at, meta={"dia_id": t.dia_id}))
+            # An identical message is stored once; every turn it stands for counts as retrieved with it.
+            holds.setdefault(mid, set()).add(t.dia_id)
+        await svc.processor.run_once()
+        f = svc.filters(USER_ID)
+        kmax = max(score.ks)
+        for q in conv.questions:
+            out = await svc.search(f, q.question, limit=kmax, recipe=recipe, now=conv.now, count_view=False)
+            score.add(q, [holds.get(h.memory.id, set()) for h in out.hits])
+
+
+async def run_locomo(data: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: str = "hybrid",
+                     wrap_embedder: Callable[[Embedder], Embedder] | None = None,
+                     echo: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    files = sorted(data.glob("*.json")) if data.is_dir() else [data]
+    if not files:
+        raise FileNotFoundError(f"no *.json conversation files in {data}")
+    t0 = time.perf_counter()
+    score = Score(tuple(sorted(set(ks))))
+    skipped = 0
+    with tempfile.TemporaryDirectory(prefix="gieok-locomo-") as tmp:
+        for path in files:
+            conv = load_conversation(path)
+            skipped += conv.skipped
+            t1 = time.perf_counter()
+            await run_conversation(conv, score, recipe=recipe, workdir=Path(tmp), wrap_embedder=wrap_embedder)
+            if echo:
+                echo(f"{path.name}: {len(conv.turns)} turns, {len(conv.questions)} questions "
+                     f"({time.perf_counter() - t1:.0f} s)")
+    return score_dict(score, questions_skipped=skipped, wall_s=time.perf_counter() - t0, recipe=recipe)
+
+
+def format_report(res: dict[str, Any], ks: Iterable[int]) -> list[str]:
+    ks = sorted(set(ks))
+    no5 = res["without_category_5"]
+    k10 = 10 if 10 in ks else max(ks)
+    lines = [f"recipe {res['recipe']}: {res['questions']} questions scored ({no5['questions']} without "
+             f"category 5), {res['questions_skipped']} skipped (no valid evidence), wall {res['wall_s']} s"]
+    for label, b in (("all", res), ("no cat 5", no5)):
+        lines.append(f"{label:>8}: " + "  ".join(f"recall@{k} {b[f'recall@{k}']:.3f}" for k in ks) + "  |  "
+                     + "  ".join(f"hit@{k} {b[f'hit@{k}']:.3f}" for k in ks))
+    lines.append(f"recall@{k10} per category: " + "  ".join(
+        f"{c}: {v[f'recall@{k10}']:.3f} (n={v['questions']})" for c, v in res["per_category"].items()))
+    return lines
