@@ -11,10 +11,10 @@ import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from gieok.runtime import open_service  # noqa: E402
-from gieok.service import MemoryService  # noqa: E402
-from gieok.settings import Settings, load_settings  # noqa: E402
-from gieok.store import Store, open_store  # noqa: E402
+from gieok.runtime import open_service
+from gieok.service import MemoryService
+from gieok.settings import Settings, load_settings
+from gieok.store import Store, open_store
 
 BACKENDS = ["sqlite"]
 if os.environ.get("GIEOK_TEST_POSTGRES", "1") != "0":

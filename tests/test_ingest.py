@@ -102,7 +102,8 @@ async def test_search_filters_through_the_service(svc: MemoryService) -> None:
 def test_date_ranges() -> None:
     now = datetime(2026, 11, 30, 12, tzinfo=UTC)   # a Monday
     assert parse_date_range("3d", now)[0] == datetime(2026, 11, 27, 12, tzinfo=UTC)
-    assert parse_date_range("last week", now) == (datetime(2026, 11, 23, tzinfo=UTC), datetime(2026, 11, 30, tzinfo=UTC))
+    assert parse_date_range("last week", now) == (datetime(2026, 11, 23, tzinfo=UTC),
+                                                  datetime(2026, 11, 30, tzinfo=UTC))
     assert parse_date_range("지난주", now) == parse_date_range("last week", now)
     assert parse_date_range("어제", now) == (datetime(2026, 11, 29, tzinfo=UTC), datetime(2026, 11, 30, tzinfo=UTC))
     assert parse_date_range("2026-11-01..2026-11-03", now) == (datetime(2026, 11, 1, tzinfo=UTC),

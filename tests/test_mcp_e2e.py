@@ -80,7 +80,8 @@ def data(result: Any) -> Any:
 async def exercise(client: Client) -> None:
     tools = {t.name for t in (await client.list_tools()).tools}
     assert {"search_memory", "manage_knowledge", "load_context", "remember", "forget", "export"} <= tools
-    added = data(await client.call_tool("manage_knowledge", {"action": "add", "content": "내일 팀 회의는 오후 3시, 커피 필수"}))
+    added = data(await client.call_tool("manage_knowledge",
+                                        {"action": "add", "content": "내일 팀 회의는 오후 3시, 커피 필수"}))
     assert added["stored"] is True and added["id"]
     assert added["tagged"] == "ok"          # offline tagger runs synchronously for explicit memory
     assert added["embedded"] == "pending"   # no embedder configured in this test

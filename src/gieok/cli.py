@@ -88,9 +88,8 @@ def ingest(
     user: UserOpt = None,
 ) -> None:
     """Store one message on the hot path (no embedding, no LLM). Prints its id."""
-    from gieok.ingest import MessageIn
+    from gieok.ingest import MessageIn, message_from_json
     from gieok.runtime import open_service
-    from gieok.ingest import message_from_json
 
     s = settings_for(db, user)
     body = sys.stdin.read() if text == "-" else text

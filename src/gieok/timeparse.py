@@ -14,7 +14,8 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from gieok.errors import InvalidInput
 
-_REL = re.compile(r"^(?:last\s+|past\s+|최근\s*)?(\d+)\s*(h|hours?|d|days?|w|weeks?|m|months?|y|years?|시간|일|주|개월|달|년)(?:\s*(?:ago|전|간))?$")
+_REL = re.compile(r"^(?:last\s+|past\s+|최근\s*)?(\d+)\s*"
+                  r"(h|hours?|d|days?|w|weeks?|m|months?|y|years?|시간|일|주|개월|달|년)(?:\s*(?:ago|전|간))?$")
 _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365, "시간": 1 / 24, "일": 1, "주": 7, "개월": 30, "달": 30,
               "년": 365}
 _SPLIT = re.compile(r"\s*(?:\.\.|/|\s+to\s+|~)\s*")

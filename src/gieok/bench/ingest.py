@@ -20,8 +20,8 @@ from gieok.runtime import open_service
 from gieok.settings import load_settings
 from gieok.store.sqlite import SQLiteStore
 
-_WORDS = ("memory agent session project database migration search vector index coffee meeting deploy "
-          "review test build 회의 커피 데이터베이스 마이그레이션 배포 검토 오늘 내일 프로젝트").split()
+_WORDS = """memory agent session project database migration search vector index coffee meeting deploy review test build
+회의 커피 데이터베이스 마이그레이션 배포 검토 오늘 내일 프로젝트""".split()
 
 
 def _text(rng: random.Random, size: int) -> str:

@@ -39,8 +39,8 @@ while protecting nothing an attacker would not try first. Unquoted values that a
 
 Look-alikes left alone: git hashes, UUIDs, base64 blobs (`data:image/png;base64,…`), `sk-` inside words
 (`task-sk-learn`, `risk-free`) and short `sk-` ids, URLs without a password (`https://user@host`), "password"
-in prose, `DEBUG=true`, `PORT=8080`. Text around a secret, Korean included, is never consumed: every token and
-value character class is ASCII (Python's `\w` would match Hangul).
+in prose, `DEBUG=true`, `PORT=8080`. Text around a secret, Korean included, is never consumed: the character
+classes of tokens and unquoted values are ASCII (Python's Unicode word class would swallow Hangul).
 
 Cost: a detector's regex is only *matched* at the places where its literal marker occurs (found with
 `str.find`), never searched across the text, so a message with no marker costs a few substring checks.
@@ -123,12 +123,11 @@ def _is_secret_name(name: str) -> bool:
 _PLACEHOLDER_WORDS = frozenset({
     "", "changeme", "change_me", "change-me", "placeholder", "todo", "tbd", "fixme", "xxx", "secret",
     "password", "passwd", "pass", "token", "key", "apikey", "api_key", "api-key", "value", "example", "dummy",
-    "redacted",
-    "none", "null", "nil", "undefined", "true", "false", "yes", "no", "on", "off", "enabled", "disabled",
-    "required", "optional",
+    "redacted", "none", "null", "nil", "undefined", "true", "false", "yes", "no", "on", "off", "enabled",
+    "disabled", "required", "optional",
 })
 _MASK = re.compile(r"[xX*•·.…\W_]+")  # `****`, `xxxx-xxxx`, `...`, `|` (a YAML block marker)
-_TEMPLATE_START = ("$", "<", "{{", "%", "[redacted:", "your", "{your")
+_TEMPLATE_START = ("$", "<", "{{", "[redacted:", "your", "{your")
 _AUTH_SCHEME = re.compile(r"(?:bearer|basic|token)\s+", re.IGNORECASE)
 # `os.environ["K"]`, `get_token()`, `cfg.secret` — an expression, not a literal.
 _CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*[(\[]")
@@ -140,6 +139,8 @@ def _is_placeholder(value: str) -> bool:
     low = value.strip().lower()
     if low in _PLACEHOLDER_WORDS or low.startswith(_TEMPLATE_START) or "[redacted:" in low:
         return True
+    if len(low) > 2 and low[0] == low[-1] == "%":
+        return True  # `%DB_PASSWORD%` (Windows); a lone leading `%` is URL-encoding, `%40bc` is a password
     if low.endswith(("-here", "_here", " here", "here>")) or _MASK.fullmatch(low):
         return True
     # An elided example (`sk-...`, `ghp_…`) shows a prefix, not a secret.
@@ -159,8 +160,8 @@ def _is_code(value: str, name: str) -> bool:
 
 # --- detectors ---------------------------------------------------------------------------------------------
 
-Span = tuple[int, int]
-_SpanFn = Callable[[re.Match[str]], Span | None]
+_Span = tuple[int, int]
+_SpanFn = Callable[[re.Match[str]], _Span | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,11 +189,11 @@ class _KeyValue:
     line: bool = False  # the match starts where the name's line starts (YAML)
 
 
-def _whole(m: re.Match[str]) -> Span | None:
+def _whole(m: re.Match[str]) -> _Span | None:
     return m.span()
 
 
-def _secret_group(m: re.Match[str]) -> Span | None:
+def _secret_group(m: re.Match[str]) -> _Span | None:
     return m.span("s")
 
 
@@ -200,17 +201,17 @@ def _has_digit(s: str) -> bool:
     return any(c.isdigit() for c in s)
 
 
-def _random_looking(m: re.Match[str]) -> Span | None:
+def _random_looking(m: re.Match[str]) -> _Span | None:
     # Real keys are random, so 20+ characters always carry a digit; `sk-this-is-not-a-key-honest` does not.
     body = m.group("body")
     return m.span("s") if body is not None and _has_digit(body) else None
 
 
-def _not_placeholder(m: re.Match[str]) -> Span | None:
+def _not_placeholder(m: re.Match[str]) -> _Span | None:
     return None if _is_placeholder(m.group("s")) else m.span("s")
 
 
-def _bare_bearer(m: re.Match[str]) -> Span | None:
+def _bare_bearer(m: re.Match[str]) -> _Span | None:
     tok = m.group("s")
     return m.span("s") if _has_digit(tok) and not _is_placeholder(tok) else None
 
@@ -218,7 +219,7 @@ def _bare_bearer(m: re.Match[str]) -> Span | None:
 _VALUE_GROUPS = ("dq", "sq", "uq")
 
 
-def _key_value(m: re.Match[str]) -> Span | None:
+def _key_value(m: re.Match[str]) -> _Span | None:
     name = m.group("name")
     if not _is_secret_name(name):
         return None
@@ -241,7 +242,7 @@ def _key_value(m: re.Match[str]) -> Span | None:
     return start, end
 
 
-# Token boundaries are ASCII on purpose: Python's \w matches Hangul, and "키는sk-…입니다" keeps its Korean.
+# Token boundaries are ASCII on purpose: `\w` matches Hangul, and "키는sk-…입니다" keeps its Korean.
 _NOT_TOKEN_BEFORE = r"(?<![A-Za-z0-9_\-])"
 _NOT_TOKEN_AFTER = r"(?![A-Za-z0-9_\-])"
 # An unquoted value: printable ASCII up to whitespace, a quote or a backtick; `, ; ) } ]` only inside it, so

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gieok.errors import ProviderError
-from gieok.librarian.tagger import OfflineTagger, TagInput, Tagger, same_tag
+from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
 from gieok.models import Memory
 from gieok.service import MemoryService
 from gieok.store.base import ColdResult, ProjectTag

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
@@ -70,7 +70,7 @@ def build_server(settings: Settings, *, run_librarian: bool | None = None) -> MC
                                               lifespan=lifespan)
 
     def service(ctx: Context) -> MemoryService:
-        return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
+        return cast(MemoryService, ctx.request_context.lifespan_context)
 
     def identity(ctx: Context, svc: MemoryService, **args: Any) -> Identity:
         client = None

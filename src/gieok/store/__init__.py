@@ -12,11 +12,8 @@ def open_store(url: str, *, busy_timeout_ms: int = 5000) -> Store:
         from gieok.store.sqlite import SQLiteStore
         return SQLiteStore(url, busy_timeout_ms=busy_timeout_ms)
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
-        try:
-            from gieok.store.postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
-        except ImportError as exc:  # pragma: no cover - only before the backend exists
-            raise ConfigError("the PostgreSQL backend is not available in this build") from exc
-        return PostgresStore(url)  # type: ignore[no-any-return,unused-ignore]
+        from gieok.store.postgres import PostgresStore
+        return PostgresStore(url)
     raise ConfigError(f"unsupported GIEOK_DATABASE_URL {url!r}: use sqlite:///path/to/memory.db or "
                       "postgresql://user@host/db")
 

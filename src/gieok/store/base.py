@@ -113,8 +113,8 @@ class Store(Protocol):
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
                             after_id: str | None = None) -> list[Memory]: ...
 
-    async def iter_memories(self, user_id: str | None, *, include_deleted: bool = False,
-                            batch: int = 500) -> AsyncIterator[Memory]:
+    def iter_memories(self, user_id: str | None, *, include_deleted: bool = False,
+                      batch: int = 500) -> AsyncIterator[Memory]:
         """Every row in id (= time) order, for export and copy."""
         ...
 
@@ -127,7 +127,8 @@ class Store(Protocol):
         """Case-insensitive substring match on content (the seed's ILIKE fallback)."""
         ...
 
-    async def vector_search(self, f: SearchFilters, model: str, query: Vector, limit: int) -> list[tuple[Memory, float]]:
+    async def vector_search(self, f: SearchFilters, model: str, query: Vector,
+                            limit: int) -> list[tuple[Memory, float]]:
         """Exact-enough top-`limit` by cosine among rows embedded with `model`, after filters."""
         ...
 

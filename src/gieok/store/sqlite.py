@@ -181,7 +181,7 @@ class SQLiteStore:
             return int(self.db.execute("SELECT COALESCE(MAX(version), 0) FROM migration_history").fetchone()[0])
 
     # --- memory rows -----------------------------------------------------------------------------------
-    _INSERT_COLS = tuple(c for c in _MEMORY_COLS) + ("search_text",)
+    _INSERT_COLS = (*_MEMORY_COLS, "search_text")
     _INSERT_SQL = (f"INSERT INTO memory ({', '.join(_INSERT_COLS)}) VALUES ({', '.join('?' * len(_INSERT_COLS))}) "
                    "ON CONFLICT (user_id, session_id, content_hash, created_at) DO NOTHING")
 
@@ -571,7 +571,8 @@ class SQLiteStore:
                                      params).fetchall()
             by_model = db.execute(f"SELECT embedding_model, COUNT(*) FROM memory {cond} GROUP BY 1", params).fetchall()
             last_err = db.execute(
-                f"SELECT id, cold_error, updated_at FROM memory {cond + (' AND' if cond else 'WHERE')} cold_error <> '' "
+                f"SELECT id, cold_error, updated_at FROM memory {cond + (' AND' if cond else 'WHERE')} "
+                "cold_error <> '' "
                 "ORDER BY updated_at DESC LIMIT 1", params).fetchone()
             recent = db.execute(
                 f"SELECT COUNT(*) FROM memory {cond + (' AND' if cond else 'WHERE')} embed_status = 'ok' "
