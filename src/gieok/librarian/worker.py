@@ -2,34 +2,45 @@
 
 It claims pending rows with a lease (so several workers never process a row twice and a crashed worker's
 rows come back when its lease ends), tags and embeds them in batches, promotes user facts into the
-profile, and now and then runs maintenance (archive/forget, review schedule, consolidation).
-Provider failures are recorded per row (`fail_cold`: backoff, then `cold_error` and a later cycle);
-they never lose a row and never touch the hot path.
+profile, and now and then runs the periodic jobs: maintenance (archive/forget, review schedule, tag
+merging) and consolidation. Provider failures are recorded per row (`fail_cold`: backoff, then
+`cold_error` and a later cycle); they never lose a row and never touch the hot path.
+
+Periodic jobs hold a lease in the store (`acquire_job`), so with several workers on one database each job
+runs in one of them at a time, at most once per its interval, across restarts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import Any
+
+import anyio
 
 from gieok.errors import ProviderError
 from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
 from gieok.models import Memory
+from gieok.retrieval.doc_text import embed_text, embed_texts  # noqa: F401  (embed_text: store/copy.py)
 from gieok.service import MemoryService
 from gieok.store.base import ColdResult, ProjectTag
 from gieok.timeparse import utcnow
 
 log = logging.getLogger(__name__)
 
-
-def embed_text(m: Memory) -> str:
-    """What a row's vector is computed from: its title and content."""
-    return f"{m.title}\n{m.content}" if m.title else m.content
+# Forgetting works on a scale of days and consolidation on hours: running them more often only costs.
+MAINTENANCE_EVERY_S = 600.0
+CONSOLIDATE_EVERY_S = 1800.0
+# A job lease outlives any sane run; a crashed owner's lease just expires.
+JOB_LEASE_S = 900.0
+# With a store-side wake-up (Postgres LISTEN) the in-process event is checked between slices this long.
+WAKE_POLL_S = 1.0
 
 
 def make_tagger(svc: MemoryService, aliases: dict[str, str]) -> Tagger:
@@ -52,7 +63,11 @@ class Librarian:
         self.failed = 0
         self.cycles = 0
         self.started = time.monotonic()
-        self.last_maintenance = 0.0
+        # Tests move time forward (backoffs, TTLs) without sleeping.
+        self.clock: Callable[[], datetime] = utcnow
+        self.maintenance_every_s = MAINTENANCE_EVERY_S
+        self.consolidate_every_s = CONSOLIDATE_EVERY_S
+        self._next_job_check: dict[str, float] = {}
         svc.attach_wakeup(self.wake)
 
     # --- one batch -------------------------------------------------------------------------------------
@@ -85,7 +100,7 @@ class Librarian:
         to_embed = [m for m in rows if emb is not None and (m.embed_status != "ok" or m.embedding_model != emb.name)]
         if emb is not None and to_embed:
             try:
-                vecs = await emb.embed_documents([embed_text(m) for m in to_embed])
+                vecs = await emb.embed_documents(await embed_texts(self.svc.store, to_embed))
             except ProviderError as exc:
                 for m in to_embed:
                     errors.setdefault(m.id, exc)
@@ -111,25 +126,27 @@ class Librarian:
     async def _promote_profile(self, rows: Sequence[Memory]) -> None:
         from gieok.librarian.profile import promote_facts
         user_rows = [m for m in rows if m.role == "user"]
-        if user_rows:
+        if not user_rows:
+            return
+        try:
             await promote_facts(self.svc, user_rows)
+        except Exception:  # promotion is best effort: the rows themselves are stored and processed
+            log.exception("profile promotion failed")
 
     async def process_batch(self, rows: list[Memory]) -> int:
-        now = utcnow()
+        now = self.clock()
         results, errors = await self._process(rows)
         done = [r for mid, r in results.items() if mid not in errors]
         await self.svc.store.complete_cold(done, now)
         # Partial successes (tags ok, embedding failed) are kept; the failure is recorded for a retry.
-        partial = [r for mid, r in results.items() if mid in errors and (r.p_tags is not None or r.embedding is not None)]
+        partial = [r for mid, r in results.items()
+                   if mid in errors and (r.p_tags is not None or r.embedding is not None)]
         if partial:
             await self.svc.store.complete_cold(partial, now)
         for mid, exc in errors.items():
             await self.svc.store.fail_cold(mid, f"{type(exc).__name__}: {exc}", permanent=not exc.transient,
                                            max_attempts=self.s.cold_max_attempts, now=now)
-        try:
-            await self._promote_profile([m for m in rows if m.id not in errors or results[m.id].p_tags is not None])
-        except Exception:  # profile promotion is best effort; the rows themselves are done
-            log.exception("profile promotion failed")
+        await self._promote_profile([m for m in rows if m.id not in errors or results[m.id].p_tags is not None])
         self.processed += len(done)
         self.failed += len(errors)
         return len(rows)
@@ -138,21 +155,25 @@ class Librarian:
         """Synchronous tag + embed for explicit memories. A failing provider leaves the row pending for the
         cold path and says so."""
         results, errors = await self._process(rows)
-        await self.svc.store.complete_cold(list(results.values()), utcnow())
+        await self.svc.store.complete_cold(list(results.values()), self.clock())
         out: dict[str, tuple[str, str, list[str]]] = {}
         for m in rows:
             r = results[m.id]
             tagged = "ok" if (m.tag_status == "ok" or r.p_tags is not None or r.d_tags is not None) else "pending"
-            embedded = "ok" if r.embedding is not None or (self.svc.embedder is not None and m.embed_status == "ok"
-                                                           and m.embedding_model == self.svc.embedder.name) else "pending"
-            if self.svc.embedder is None:
-                embedded = "pending"
+            emb = self.svc.embedder
+            already = emb is not None and m.embed_status == "ok" and m.embedding_model == emb.name
+            embedded = "ok" if emb is not None and (r.embedding is not None or already) else "pending"
             notes = [f"provider failed ({errors[m.id]}); the librarian will retry"] if m.id in errors else []
             out[m.id] = (tagged, embedded, notes)
         await self._promote_profile(rows)
         return out
 
     # --- the loop --------------------------------------------------------------------------------------
+    def _claim_kwargs(self) -> dict[str, Any]:
+        # With no embedder, rows only waiting for a vector are not work for a worker: claiming them would
+        # keep the oldest embed-pending rows in front of newer untagged ones forever.
+        return {} if self.svc.embedder is not None else {"need_embedding": False}
+
     async def run_once(self, max_batches: int | None = None) -> int:
         """Process what is pending now; returns rows handled."""
         total = 0
@@ -160,13 +181,12 @@ class Librarian:
         seen: set[str] = set()
         while not self._stopping:
             rows = await self.svc.store.claim_pending(self.worker_id, self.s.librarian_batch, self.s.lease_seconds,
-                                                      self.s.cold_max_attempts, utcnow())
-            # Rows this cycle already handled that come straight back (e.g. no embedder is configured, so
-            # they stay embed-pending) end the cycle instead of spinning on them.
+                                                      self.s.cold_max_attempts, self.clock(), **self._claim_kwargs())
+            # Rows this cycle already handled that come straight back end the cycle instead of spinning on them.
             fresh = [m for m in rows if m.id not in seen]
             if not fresh:
                 if rows:
-                    await self.svc.store.complete_cold([ColdResult(m.id) for m in rows], utcnow())
+                    await self.svc.store.complete_cold([ColdResult(m.id) for m in rows], self.clock())
                 break
             seen.update(m.id for m in fresh)
             total += await self.process_batch(fresh)
@@ -177,9 +197,80 @@ class Librarian:
         self.cycles += 1
         return total
 
-    async def maintenance(self) -> dict[str, Any]:
+    async def _run_job(self, name: str, fn: Callable[[datetime], Awaitable[dict[str, Any]]],
+                       min_interval_s: float) -> dict[str, Any] | None:
+        """Run `fn` under the store's lease for `name`; None when another worker holds it or it ran too
+        recently."""
+        store = self.svc.store
+        if not await store.acquire_job(name, self.worker_id, lease_seconds=JOB_LEASE_S,
+                                       min_interval_s=min_interval_s, now=self.clock()):
+            return None
+        result: dict[str, Any] = {}
+        try:
+            result = await fn(self.clock())
+        except Exception as exc:
+            result = {"error": f"{type(exc).__name__}: {exc}"}
+            raise
+        finally:
+            # Shielded: on shutdown the release must still happen, or the job waits out its lease.
+            with anyio.CancelScope(shield=True):
+                await store.finish_job(name, self.worker_id, result, self.clock())
+        return result
+
+    async def maintenance(self, now: datetime | None = None) -> dict[str, Any]:
+        """Archive/forget, review schedule and tag merging, once, now (unless another worker is at it)."""
         from gieok.librarian.maintenance import run_maintenance
-        return await run_maintenance(self.svc)
+        res = await self._run_job("maintenance", lambda t: run_maintenance(self.svc, now=now or t), 0)
+        return res if res is not None else {"skipped": "another worker is running maintenance"}
+
+    async def consolidate(self, now: datetime | None = None) -> dict[str, Any]:
+        """Cluster recent episodic rows into semantic memories and link contradictions, once, now."""
+        from gieok.librarian.consolidate import consolidate
+        res = await self._run_job("consolidation", lambda t: consolidate(self.svc, now=now or t), 0)
+        return res if res is not None else {"skipped": "another worker is running consolidation"}
+
+    async def run_due_jobs(self) -> dict[str, dict[str, Any]]:
+        """Run each periodic job whose interval has passed (checked locally, then against the store)."""
+        from gieok.librarian.consolidate import consolidate
+        from gieok.librarian.maintenance import run_maintenance
+        jobs: list[tuple[str, float, Callable[[datetime], Awaitable[dict[str, Any]]]]] = [
+            ("maintenance", self.maintenance_every_s, lambda t: run_maintenance(self.svc, now=t)),
+            ("consolidation", self.consolidate_every_s, lambda t: consolidate(self.svc, now=t)),
+        ]
+        out: dict[str, dict[str, Any]] = {}
+        for name, every, fn in jobs:
+            mono = time.monotonic()
+            if mono < self._next_job_check.get(name, 0.0):
+                continue
+            self._next_job_check[name] = mono + every
+            res = await self._run_job(name, fn, every)
+            if res is not None:
+                out[name] = res
+        return out
+
+    async def _pending_enough(self) -> bool:
+        n = await self.svc.store.count_pending(self.s.cold_max_attempts, **self._claim_kwargs())
+        return n >= self.s.librarian_wake_pending
+
+    async def _sleep(self, timeout: float) -> None:
+        """Until `timeout` passes, `stop()` or an ingest in this process sets `wake`, or (when the store can
+        tell, e.g. Postgres LISTEN/NOTIFY) enough rows are pending from any process."""
+        waiter = getattr(self.svc.store, "wait_for_pending", None)
+        if waiter is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout=timeout)
+        else:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            # Short slices instead of racing two tasks: cancelling a LISTEN mid-wait could leave its
+            # connection half-read, and one second is an acceptable delay for the in-process signal.
+            while not self.wake.is_set() and not self._stopping:
+                left = deadline - loop.time()
+                if left <= 0:
+                    break
+                if await waiter(min(left, WAKE_POLL_S)) and await self._pending_enough():
+                    break
+        self.wake.clear()
 
     async def run_forever(self) -> None:
         """Wake every interval, or as soon as enough rows are pending; stop cleanly on `stop()`."""
@@ -187,16 +278,14 @@ class Librarian:
         while not self._stopping:
             try:
                 await self.run_once()
-                if time.monotonic() - self.last_maintenance > max(self.s.librarian_interval_s, 600):
-                    self.last_maintenance = time.monotonic()
-                    await self.maintenance()
+                if not self._stopping:
+                    await self.run_due_jobs()
             except Exception:  # a bug or a database hiccup must not kill the worker; it tries again next cycle
                 log.exception("librarian cycle failed")
-            try:
-                await asyncio.wait_for(self.wake.wait(), timeout=self.s.librarian_interval_s)
-            except TimeoutError:
-                pass
-            self.wake.clear()
+            if self._stopping:
+                break
+            await self._sleep(self.s.librarian_interval_s)
+        log.info("librarian %s stopped", self.worker_id)
 
     async def stop(self) -> None:
         self._stopping = True

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from gieok.embed.base import Embedder
 from gieok.errors import ProviderError
 from gieok.models import Hit, SearchFilters
-from gieok.retrieval.ranking import Candidate, Recipe, rank
+from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.store.base import Store
 from gieok.text import query_terms
 
@@ -66,6 +66,8 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     mode = "hybrid" if recipe.use_vectors and recipe.use_keywords and qvec is not None else (
         "vector" if qvec is not None else "keyword")
     use_recipe = recipe
+    if recipe.cos_floor is None:
+        use_recipe = replace(recipe, cos_floor=model_cos_floor(embedder.name) if embedder is not None else 0.0)
     if qvec is None or best_cos is None or best_cos < fallback_threshold:
         # The seed's rule: a weak best cosine means the semantic search failed; keyword and substring
         # matches answer instead (with no keep threshold: a literal match is worth showing).
@@ -80,8 +82,7 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
                 cands[m.id] = Candidate(m, substring=True, bm25=1.0)
             else:
                 c.substring = True
-        from dataclasses import replace
-        use_recipe = replace(recipe, keep_threshold=0.0, r_cos=0.0, r_bm25=max(recipe.r_bm25, 0.3))
+        use_recipe = replace(use_recipe, keep_threshold=0.0, r_cos=0.0, r_bm25=max(recipe.r_bm25, 0.3))
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
                 limit=limit)
     return SearchOutcome(hits, mode, notes)

@@ -143,12 +143,16 @@ class Store(Protocol):
         ...
 
     # --- cold path ---------------------------------------------------------------------------------------
-    async def count_pending(self, max_attempts: int) -> int: ...
+    async def count_pending(self, max_attempts: int, *, need_embedding: bool = True) -> int:
+        """Rows the librarian could claim now. `need_embedding=False` (no embedder configured) counts only
+        rows still needing tags: an embed-pending row then waits for an embedder, not for a worker."""
+        ...
 
     async def claim_pending(self, worker: str, limit: int, lease_seconds: float, max_attempts: int,
-                            now: datetime) -> list[Memory]:
+                            now: datetime, *, need_embedding: bool = True) -> list[Memory]:
         """Lease up to `limit` rows needing tags or an embedding, oldest first; no row is leased twice while
-        its lease holds. Rows that failed `max_attempts` times are skipped until `reset_failed`."""
+        its lease holds. Rows that failed `max_attempts` times are skipped until `reset_failed`.
+        `need_embedding=False` leases only rows still needing tags (as `count_pending`)."""
         ...
 
     async def complete_cold(self, results: list[ColdResult], now: datetime) -> None:
@@ -183,3 +187,24 @@ class Store(Protocol):
     async def list_feedback(self, memory_id: str) -> list[FeedbackRow]: ...
 
     async def stats(self, user_id: str | None) -> dict[str, Any]: ...
+
+    async def list_user_ids(self) -> list[str]:
+        """Every user with at least one memory row (deleted rows included), sorted: the librarian's
+        maintenance walks users one at a time."""
+        ...
+
+    # --- librarian jobs (maintenance, consolidation) ----------------------------------------------------
+    async def acquire_job(self, name: str, owner: str, *, lease_seconds: float, min_interval_s: float,
+                          now: datetime) -> bool:
+        """Take the lease on job `name` unless another owner holds a live lease or the job last finished
+        less than `min_interval_s` ago. Several workers share one database; a job runs in one at a time, and
+        a crashed owner's lease simply expires."""
+        ...
+
+    async def finish_job(self, name: str, owner: str, result: dict[str, Any], now: datetime) -> None:
+        """Release `owner`'s lease on `name`, recording when it finished and what it did (JSON-able)."""
+        ...
+
+    async def list_jobs(self) -> list[dict[str, Any]]:
+        """Each job's state: name, owner, lease_until, last_started_at, last_finished_at, last_result."""
+        ...

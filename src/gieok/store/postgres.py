@@ -23,8 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import math
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -61,8 +65,39 @@ EXACT_SCAN_MAX = 10_000
 HNSW_EF_SEARCH = 100
 HNSW_MAX_DIMS = 2000          # pgvector indexes `vector` up to 2,000 dims; `halfvec` up to 4,000
 NOTIFY_CHANNEL = "gieok_pending"
+BM25_K1, BM25_B = 1.2, 0.75     # FTS5's defaults
+FTS_STATS_TTL_S = 300.0
 _MIGRATION_LOCK = 0x67696F6B01  # advisory lock keys ("giok" + n): one migrator, one index builder at a time
 _INDEX_LOCK = 0x67696F6B02
+
+
+@dataclass(frozen=True, slots=True)
+class _FtsStats:
+    at: float
+    rows: float
+    avg_len: float
+    freq: dict[str, float]
+    floor: float            # a lexeme missing from the most-common list is rarer than this
+
+    @classmethod
+    def build(cls, at: float, rows: float, avg_len: float, elems: list[str], freqs: list[float]) -> _FtsStats:
+        # most_common_elem_freqs ends with three extra numbers (min, max, null fraction).
+        per = dict(zip(elems, freqs[:len(elems)], strict=False))
+        floor = (freqs[len(elems)] if len(freqs) > len(elems) else 0.0) / 2
+        return cls(at, max(rows, 0.0), max(avg_len, 0.0), per, floor)
+
+    def idf(self, tokens: list[str]) -> float:
+        """BM25 idf (Lucene's non-negative form) of a phrase, its document frequency estimated by its
+        rarest token. Without statistics yet (a new table) every term weighs the same."""
+        if self.rows < 1:
+            return 1.0
+        df = max(1.0, min(self.freq.get(t, self.floor) for t in tokens) * self.rows)
+        return math.log(1 + (self.rows - df + 0.5) / (df + 0.5))
+
+
+def _json_dumps(obj: Any) -> str:
+    # Job results may hold datetimes and the like: stored as text, as SQLite's json.dumps(default=str) does.
+    return json.dumps(obj, ensure_ascii=False, default=str)
 
 
 def _tags_sql(col: str, ph: str) -> str:
@@ -98,6 +133,16 @@ def _vector_type(dims: int) -> tuple[str, str]:
 
 def vector_index_name(model: str, dims: int) -> str:
     return "memory_vec_" + hashlib.sha1(f"{model}\0{dims}".encode()).hexdigest()[:12]
+
+
+def vector_index_ddl(model: str, dims: int, *, concurrently: bool = True) -> sql.Composed:
+    """The HNSW index of one (model, dimension): a partial expression index, so it holds only that model's
+    vectors and a query names the model and dimension as literals to use it."""
+    typ, ops = _vector_type(dims)
+    return sql.SQL("CREATE INDEX {}IF NOT EXISTS {} ON memory USING hnsw ((embedding::{}) {}) "
+                   "WHERE embedding_model = {} AND vector_dims(embedding) = {}").format(
+        sql.SQL("CONCURRENTLY " if concurrently else ""), sql.Identifier(vector_index_name(model, dims)),
+        sql.SQL(typ), sql.SQL(ops), sql.Literal(model), sql.Literal(dims))
 
 
 def postgres_conninfo(url: str) -> tuple[str, dict[str, int]]:
@@ -145,6 +190,7 @@ class PostgresStore:
         self._listener: AsyncConnection[Any] | None = None
         self._listen_lock = asyncio.Lock()
         self._indexed: set[tuple[str, int]] = set()
+        self._fts: _FtsStats | None = None
 
     # --- connection ------------------------------------------------------------------------------------
     async def open(self) -> None:
@@ -156,8 +202,10 @@ class PostgresStore:
             raise StoreError(f"cannot connect to PostgreSQL at {_redacted(self.url)}: {exc}. Check "
                              "GIEOK_DATABASE_URL and that the server is running.") from exc
         async with con:
-            await self._ensure_extensions(con)
-            await self._migrate(con)
+            try:
+                await self._migrate(con)
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot prepare the schema in {_redacted(self.url)}: {exc}") from exc
 
         async def configure(c: AsyncConnection[Any]) -> None:
             await register_vector_async(c)
@@ -200,7 +248,7 @@ class PostgresStore:
                 continue
             try:
                 await con.execute(f"CREATE EXTENSION IF NOT EXISTS {ext}")
-            except psycopg.Error as exc:
+            except psycopg.errors.InsufficientPrivilege as exc:
                 raise StoreError(f"PostgreSQL extension {ext!r} is missing and this role cannot create it "
                                  f"({exc}). Ask the database owner to run: CREATE EXTENSION {ext}; "
                                  "(pgvector ≥ 0.8 is needed for `vector`).") from exc
@@ -209,6 +257,7 @@ class PostgresStore:
         # Several replicas may start at once: one migrates, the others wait and then find nothing to do.
         await con.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
         try:
+            await self._ensure_extensions(con)
             await con.execute("CREATE TABLE IF NOT EXISTS migration_history (version integer PRIMARY KEY, "
                               "name text NOT NULL, applied_at timestamptz NOT NULL)")
             done = {r[0] for r in await (await con.execute("SELECT version FROM migration_history")).fetchall()}
@@ -237,10 +286,7 @@ class PostgresStore:
         if (model, dims) in self._indexed:
             return
         name = vector_index_name(model, dims)
-        typ, ops = _vector_type(dims)
-        ddl = sql.SQL("CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON memory USING hnsw ((embedding::{}) {}) "
-                      "WHERE embedding_model = {} AND vector_dims(embedding) = {}").format(
-            sql.Identifier(name), sql.SQL(typ), sql.SQL(ops), sql.Literal(model), sql.Literal(dims))
+        ddl = vector_index_ddl(model, dims)
         valid_sql = "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)"
         async with self._conn() as con:
             row = await (await con.execute(valid_sql, (name,))).fetchone()
@@ -383,21 +429,51 @@ class PostgresStore:
     # --- search ----------------------------------------------------------------------------------------
     async def keyword_search(self, f: SearchFilters, terms: list[list[str]],
                              limit: int) -> list[tuple[Memory, float]]:
-        terms = [t for t in terms if t]
-        if not terms:
+        phrases = [" ".join(t) for t in terms if t]
+        if not phrases:
             return []
         where, params = where_clause(f, "%s", _tags_sql, lambda t: t)
+        stats = await self._fts_stats()
+        idf = [stats.idf(p.split()) for p in phrases]
         # Each term is a phrase of adjacent tokens; phraseto_tsquery parses it with the same parser that
-        # indexed `search_text`, so both sides split alike. Terms are OR-ed.
-        tsq = " || ".join(["phraseto_tsquery('simple', %s)"] * len(terms))
-        phrases = [" ".join(t) for t in terms]
-        # Weights all 1 (no A–D labels here) and normalisation 1 (÷ 1 + log length): rows matching more
-        # terms, more often, in shorter text score higher, like BM25 without idf.
-        q = (f"SELECT {_SELECT}, ts_rank_cd('{{1,1,1,1}}', m.search_tsv, ({tsq}), 1) AS score FROM memory m "
-             f"WHERE m.search_tsv @@ ({tsq}) AND {where} ORDER BY score DESC, m.created_at DESC LIMIT %s")
+        # indexed `search_text`, so both sides split alike. Terms are OR-ed. The score is Okapi BM25, the
+        # formula SQLite's FTS5 uses, so hybrid ranking weighs keyword hits alike on both backends:
+        # ts_rank_cd with unit weights and no normalisation counts a phrase's occurrences (tf), the
+        # document length is the prepared text's, idf comes from the planner's statistics (`_fts_stats`).
+        tsq = " || ".join(["phraseto_tsquery('simple', %s)"] * len(phrases))
+        q = (f"WITH c AS MATERIALIZED (SELECT m.id, m.search_tsv AS tsv, octet_length(m.search_text) AS dl "
+             f"FROM memory m WHERE m.search_tsv @@ ({tsq}) AND {where}), "
+             f"s AS (SELECT c.id, (SELECT sum(w.idf * t.tf * {BM25_K1 + 1} / (t.tf + {BM25_K1} * "
+             f"(1 - {BM25_B} + {BM25_B} * COALESCE(c.dl / NULLIF(%s::float8, 0), 1)))) "
+             f"FROM unnest(%s::text[], %s::float8[]) AS w(phrase, idf) CROSS JOIN LATERAL "
+             f"(SELECT ts_rank_cd('{{1,1,1,1}}', c.tsv, phraseto_tsquery('simple', w.phrase), 0) AS tf) t) AS score "
+             f"FROM c ORDER BY score DESC LIMIT %s) "
+             f"SELECT {_SELECT}, s.score FROM s JOIN memory m ON m.id = s.id ORDER BY s.score DESC, m.created_at DESC")
         async with self._conn() as con:
-            rows = await (await con.execute(q, [*phrases, *phrases, *params, limit])).fetchall()
+            rows = await (await con.execute(q, [*phrases, *params, stats.avg_len, phrases, idf, limit])).fetchall()
         return [(_row_to_memory(r[:-1]), float(r[-1])) for r in rows]
+
+    async def _fts_stats(self) -> _FtsStats:
+        """Row count, mean prepared-text length and lexeme frequencies, from the statistics ANALYZE keeps
+        (autovacuum refreshes them): reading them costs a catalogue lookup, counting matches would cost a
+        scan per query. Cached for a few minutes; idf needs magnitudes, not exact counts."""
+        now = time.monotonic()
+        if self._fts is not None and now - self._fts.at < FTS_STATS_TTL_S:
+            return self._fts
+        async with self._conn() as con:
+            row = await (await con.execute(
+                "SELECT c.reltuples, "
+                "(SELECT avg_width FROM pg_stats s WHERE s.schemaname = n.nspname AND s.tablename = 'memory' "
+                " AND s.attname = 'search_text'), "
+                "(SELECT most_common_elems::text::text[] FROM pg_stats s WHERE s.schemaname = n.nspname "
+                " AND s.tablename = 'memory' AND s.attname = 'search_tsv'), "
+                "(SELECT most_common_elem_freqs FROM pg_stats s WHERE s.schemaname = n.nspname "
+                " AND s.tablename = 'memory' AND s.attname = 'search_tsv') "
+                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.oid = 'memory'::regclass")).fetchone()
+        n_rows, avg_width, elems, freqs = row if row else (0, None, None, None)
+        self._fts = _FtsStats.build(now, float(n_rows or 0), float(avg_width or 0), elems or [], freqs or [])
+        return self._fts
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
         if not needle.strip():
@@ -445,7 +521,7 @@ class PostgresStore:
                            typ: str, qvec: Vector, limit: int) -> list[tuple[Memory, float]]:
         inner = (f"SELECT m.id, m.embedding::{typ} <=> %s::{typ} AS dist FROM memory m "
                  f"WHERE {where} AND {{model}} ORDER BY dist LIMIT %s")
-        q = sql.SQL(self._knn_sql(inner, typ)).format(model=model_cond)  # type: ignore[arg-type]
+        q = sql.SQL(self._knn_sql(inner, typ)).format(model=model_cond)
         async with con.transaction():
             await con.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, limit)}")
             await con.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -458,7 +534,7 @@ class PostgresStore:
         # without it the planner may push ORDER BY … LIMIT into the HNSW index and lose filtered rows.
         inner = (f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding FROM memory m WHERE {where} AND {{model}}) "
                  f"SELECT c.id, c.embedding::{typ} <=> %s::{typ} AS dist FROM c ORDER BY dist LIMIT %s")
-        q = sql.SQL(self._knn_sql(inner, typ)).format(model=model_cond)  # type: ignore[arg-type]
+        q = sql.SQL(self._knn_sql(inner, typ)).format(model=model_cond)
         rows = await (await con.execute(q, [*params, qvec, limit], prepare=False)).fetchall()
         return [(_row_to_memory(r[:-1]), float(r[-1])) for r in rows]
 
@@ -489,20 +565,24 @@ class PostgresStore:
     # --- cold path -------------------------------------------------------------------------------------
     _PENDING = PENDING_PREDICATE.replace("tag_status", "m.tag_status").replace(
         "embed_status", "m.embed_status").replace("deleted_at", "m.deleted_at")
+    # Implies _PENDING, so the partial index on pending rows serves both.
+    _PENDING_TAGS = "m.tag_status <> 'ok' AND m.deleted_at IS NULL"
 
-    async def count_pending(self, max_attempts: int) -> int:
+    async def count_pending(self, max_attempts: int, *, need_embedding: bool = True) -> int:
+        pending = self._PENDING if need_embedding else self._PENDING_TAGS
         async with self._conn() as con:
-            row = await (await con.execute(f"SELECT count(*) FROM memory m WHERE {self._PENDING} AND "
+            row = await (await con.execute(f"SELECT count(*) FROM memory m WHERE {pending} AND "
                                            "(m.lease_until IS NULL OR m.lease_until < %s)", (utcnow(),))).fetchone()
         return int(row[0]) if row else 0
 
     async def claim_pending(self, worker: str, limit: int, lease_seconds: float, max_attempts: int,
-                            now: datetime) -> list[Memory]:
+                            now: datetime, *, need_embedding: bool = True) -> list[Memory]:
         until = now + timedelta(seconds=lease_seconds)
+        pending = self._PENDING if need_embedding else self._PENDING_TAGS
         # SKIP LOCKED: concurrent workers pass over rows another is claiming instead of queueing on them;
         # a row committed by another claimer meanwhile is re-checked (READ COMMITTED) and its fresh lease
         # excludes it.
-        q = (f"WITH c AS (SELECT m.id FROM memory m WHERE {self._PENDING} AND (m.lease_until IS NULL OR "
+        q = (f"WITH c AS (SELECT m.id FROM memory m WHERE {pending} AND (m.lease_until IS NULL OR "
              f"m.lease_until < %s) ORDER BY m.created_at LIMIT %s FOR UPDATE SKIP LOCKED) "
              f"UPDATE memory m SET lease_until = %s, lease_owner = %s FROM c WHERE m.id = c.id "
              f"RETURNING {_SELECT}, m.seq")
@@ -600,6 +680,41 @@ class PostgresStore:
                 self._listener = None
                 await asyncio.sleep(min(timeout, 1.0))
                 return False
+
+    # --- librarian jobs ---------------------------------------------------------------------------------
+    async def list_user_ids(self) -> list[str]:
+        async with self._conn() as con:
+            rows = await (await con.execute("SELECT DISTINCT user_id FROM memory ORDER BY user_id")).fetchall()
+        return [r[0] for r in rows]
+
+    async def acquire_job(self, name: str, owner: str, *, lease_seconds: float, min_interval_s: float,
+                          now: datetime) -> bool:
+        # One upsert decides, as in SQLite: ON CONFLICT locks the job row, so two workers racing for it are
+        # serialised and the second sees the first's live lease in the WHERE.
+        async with self._conn() as con:
+            cur = await con.execute(
+                "INSERT INTO librarian_jobs (name, owner, lease_until, last_started_at) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, "
+                "last_started_at = EXCLUDED.last_started_at "
+                "WHERE (librarian_jobs.lease_until IS NULL OR librarian_jobs.lease_until < %s "
+                "       OR librarian_jobs.owner = EXCLUDED.owner) "
+                "AND (librarian_jobs.last_finished_at IS NULL OR librarian_jobs.last_finished_at <= %s)",
+                (name, owner, now + timedelta(seconds=lease_seconds), now, now,
+                 now - timedelta(seconds=min_interval_s)))
+            return cur.rowcount == 1
+
+    async def finish_job(self, name: str, owner: str, result: dict[str, Any], now: datetime) -> None:
+        async with self._conn() as con:
+            await con.execute("UPDATE librarian_jobs SET owner = NULL, lease_until = NULL, last_finished_at = %s, "
+                              "last_result = %s WHERE name = %s AND owner = %s",
+                              (now, Jsonb(result, dumps=_json_dumps), name, owner))
+
+    async def list_jobs(self) -> list[dict[str, Any]]:
+        async with self._conn() as con:
+            rows = await (await con.execute("SELECT name, owner, lease_until, last_started_at, last_finished_at, "
+                                            "last_result FROM librarian_jobs ORDER BY name")).fetchall()
+        return [{"name": r[0], "owner": r[1], "lease_until": r[2], "last_started_at": r[3],
+                 "last_finished_at": r[4], "last_result": r[5] or {}} for r in rows]
 
     # --- users, tags, links, feedback ------------------------------------------------------------------
     async def get_user(self, user_id: str) -> UserProfile | None:

@@ -147,10 +147,25 @@ async def m001_initial(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX feedback_memory ON feedback_events (memory_id)")
 
 
+async def m002_librarian_jobs(db: AsyncConnection[Any]) -> None:
+    # Periodic librarian work (maintenance, consolidation) must run in one worker at a time even when
+    # several share the database, and its cadence must survive restarts: a lease row per job.
+    await db.execute("""
+        CREATE TABLE librarian_jobs (
+            name text PRIMARY KEY,
+            owner text,
+            lease_until timestamptz,
+            last_started_at timestamptz,
+            last_finished_at timestamptz,
+            last_result jsonb NOT NULL DEFAULT '{}'
+        )""")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
+    (2, "librarian_jobs", m002_librarian_jobs),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -135,7 +135,12 @@ class SQLiteStore:
             raise StoreError(f"cannot open SQLite database {self.path}: {exc}. Check GIEOK_DATABASE_URL "
                              "and that the directory is writable.") from exc
         self._db = db
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            db.close()
+            self._db = None
+            raise
 
     async def close(self) -> None:
         with self._lock:
@@ -417,19 +422,22 @@ class SQLiteStore:
 
     # --- cold path -------------------------------------------------------------------------------------
     _PENDING = "(m.tag_status <> 'ok' OR m.embed_status <> 'ok') AND m.deleted_at IS NULL"
+    _PENDING_TAGS = "m.tag_status <> 'ok' AND m.deleted_at IS NULL"
 
-    async def count_pending(self, max_attempts: int) -> int:
+    async def count_pending(self, max_attempts: int, *, need_embedding: bool = True) -> int:
+        pending = self._PENDING if need_embedding else self._PENDING_TAGS
         with self._lock:
-            row = self.db.execute(f"SELECT COUNT(*) FROM memory m WHERE {self._PENDING} AND "
+            row = self.db.execute(f"SELECT COUNT(*) FROM memory m WHERE {pending} AND "
                                   "(m.lease_until IS NULL OR m.lease_until < ?)", (iso(utcnow()),)).fetchone()
         return int(row[0])
 
     async def claim_pending(self, worker: str, limit: int, lease_seconds: float, max_attempts: int,
-                            now: datetime) -> list[Memory]:
+                            now: datetime, *, need_embedding: bool = True) -> list[Memory]:
         until = iso(now + timedelta(seconds=lease_seconds))
+        pending = self._PENDING if need_embedding else self._PENDING_TAGS
         with self._write() as db:
             rows = db.execute(
-                f"SELECT {_SELECT} FROM memory m WHERE {self._PENDING} AND (m.lease_until IS NULL OR "
+                f"SELECT {_SELECT} FROM memory m WHERE {pending} AND (m.lease_until IS NULL OR "
                 f"m.lease_until < ?) ORDER BY m.created_at LIMIT ?", (iso(now), limit)).fetchall()
             mems = [_row_to_memory(r) for r in rows]
             if mems:
@@ -492,6 +500,40 @@ class SQLiteStore:
         with self._write() as db:
             return db.execute("UPDATE memory SET embed_status = 'pending', cold_attempts = 0 "
                               "WHERE embedding_model <> ? AND deleted_at IS NULL", (model,)).rowcount
+
+    # --- librarian jobs ---------------------------------------------------------------------------------
+    async def list_user_ids(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self.db.execute("SELECT DISTINCT user_id FROM memory ORDER BY user_id")]
+
+    async def acquire_job(self, name: str, owner: str, *, lease_seconds: float, min_interval_s: float,
+                          now: datetime) -> bool:
+        # One upsert decides: a row updated (or inserted) means the lease is ours; the WHERE keeps a live
+        # lease of another owner, and a job that finished too recently, untouched.
+        with self._write() as db:
+            cur = db.execute(
+                "INSERT INTO librarian_jobs (name, owner, lease_until, last_started_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until, "
+                "last_started_at = excluded.last_started_at "
+                "WHERE (librarian_jobs.lease_until IS NULL OR librarian_jobs.lease_until < ? "
+                "       OR librarian_jobs.owner = excluded.owner) "
+                "AND (librarian_jobs.last_finished_at IS NULL OR librarian_jobs.last_finished_at <= ?)",
+                (name, owner, iso(now + timedelta(seconds=lease_seconds)), iso(now), iso(now),
+                 iso(now - timedelta(seconds=min_interval_s))))
+            return cur.rowcount == 1
+
+    async def finish_job(self, name: str, owner: str, result: dict[str, Any], now: datetime) -> None:
+        with self._write() as db:
+            db.execute("UPDATE librarian_jobs SET owner = NULL, lease_until = NULL, last_finished_at = ?, "
+                       "last_result = ? WHERE name = ? AND owner = ?",
+                       (iso(now), json.dumps(result, ensure_ascii=False, default=str), name, owner))
+
+    async def list_jobs(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self.db.execute("SELECT name, owner, lease_until, last_started_at, last_finished_at, "
+                                   "last_result FROM librarian_jobs ORDER BY name").fetchall()
+        return [{"name": r[0], "owner": r[1], "lease_until": from_iso(r[2]), "last_started_at": from_iso(r[3]),
+                 "last_finished_at": from_iso(r[4]), "last_result": json.loads(r[5] or "{}")} for r in rows]
 
     # --- users, tags, links, feedback ------------------------------------------------------------------
     async def get_user(self, user_id: str) -> UserProfile | None:

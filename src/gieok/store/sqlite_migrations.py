@@ -115,6 +115,21 @@ def m001_initial(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX feedback_memory ON feedback_events (memory_id)")
 
 
+def m002_librarian_jobs(db: sqlite3.Connection) -> None:
+    # Periodic librarian work (maintenance, consolidation) must run in one worker at a time even when
+    # several share the database, and its cadence must survive restarts: a lease row per job.
+    db.execute("""
+        CREATE TABLE librarian_jobs (
+            name TEXT PRIMARY KEY,
+            owner TEXT,
+            lease_until TEXT,
+            last_started_at TEXT,
+            last_finished_at TEXT,
+            last_result TEXT NOT NULL DEFAULT '{}'
+        )""")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
+    (2, "librarian_jobs", m002_librarian_jobs),
 ]

@@ -1,0 +1,127 @@
+"""`gieok bench search`: vector search over N memories of one user, next to exact numpy KNN, in one run.
+
+Rows go through the real hot path (`prepare`) and the store's bulk insert; their vectors are written through
+`complete_cold`, the same call the librarian makes. Vectors are synthetic but *clustered* (random centres plus
+noise), because recall on isotropic Gaussian vectors says nothing about real embeddings (MEASURED.md).
+Three things are timed per query, over the same vectors:
+- exact brute force: `X @ q` + `argpartition` on a matrix already in memory (the floor);
+- `store.vector_search` (what search calls: cached matrix, scoring, SQL fetch of the rows, filters);
+- the whole search path (`retrieval.search`: vector + full-text candidates, ranking, MMR) with the query
+  vector given, so the embedding model's own latency is left out (it is measured in MEASURED.md).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gieok.ingest import MessageIn, prepare
+from gieok.models import SearchFilters
+from gieok.retrieval.ranking import get_recipe
+from gieok.retrieval.search import search
+from gieok.store.base import ColdResult
+from gieok.store.sqlite import SQLiteStore
+
+_MODEL = "bench/clustered-384"
+_WORDS = ("memory agent session project database migration search vector index coffee meeting deploy review "
+          "test build release budget travel family garden music painting dinner weekend 회의 커피 배포").split()
+
+
+class _GivenVector:
+    """An embedder whose query vector is set by the benchmark: the search path runs, the model does not."""
+
+    name = _MODEL
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.next: npt.NDArray[np.float32] = np.zeros(dim, np.float32)
+
+    async def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        raise NotImplementedError("the benchmark writes document vectors itself")
+
+    async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self.next
+
+
+def clustered(n: int, dim: int, clusters: int, rng: np.random.Generator) -> npt.NDArray[np.float32]:
+    centres = rng.standard_normal((clusters, dim)).astype(np.float32)
+    x = centres[rng.integers(0, clusters, n)] + 0.35 * rng.standard_normal((n, dim)).astype(np.float32)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(p / 100 * len(s)))]
+
+
+async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, dim: int = 384,
+                           echo: Callable[[str], Any] = print) -> dict[str, Any]:
+    rng = np.random.default_rng(7)
+    prng = random.Random(7)
+    vecs = clustered(n, dim, max(1, n // 500), rng)
+    qs = clustered(queries, dim, max(1, n // 500), rng)
+    base = datetime(2025, 1, 1, tzinfo=UTC)
+    with tempfile.TemporaryDirectory(prefix="gieok-search-bench-") as tmp:
+        store = SQLiteStore(f"sqlite:///{Path(tmp) / 'bench.db'}")
+        await store.open()
+        try:
+            t0 = time.perf_counter()
+            rows = [prepare(MessageIn(content=" ".join(prng.choices(_WORDS, k=12)) + f" #{i}", user_id="bench",
+                                      session_id=f"s{i // 50}", created_at=base + timedelta(minutes=i)),
+                            max_bytes=1 << 16) for i in range(n)]
+            await store.insert_many(rows)
+            await store.complete_cold([ColdResult(m.id, embedding=v, embedding_model=_MODEL)
+                                       for (m, _), v in zip(rows, vecs, strict=True)], base)
+            load_s = time.perf_counter() - t0
+            f = SearchFilters(user_id="bench")
+            t0 = time.perf_counter()
+            await store.vector_search(f, _MODEL, qs[0], k)  # builds the per-user matrix cache
+            cache_s = time.perf_counter() - t0
+
+            exact_t, store_t, full_t, agree = [], [], [], []
+            emb = _GivenVector(dim)
+            recipe = get_recipe("hybrid")
+            seq_of = {m.id: i for i, (m, _) in enumerate(rows)}
+            for qi, q in enumerate(qs):
+                t0 = time.perf_counter()
+                scores = vecs @ q
+                top = np.argpartition(-scores, k - 1)[:k]
+                top = top[np.argsort(-scores[top])]
+                exact_t.append(time.perf_counter() - t0)
+
+                t0 = time.perf_counter()
+                got = await store.vector_search(f, _MODEL, q, k)
+                store_t.append(time.perf_counter() - t0)
+                agree.append(len({seq_of[m.id] for m, _ in got} & set(top.tolist())) / k)
+
+                emb.next = q
+                query = " ".join(prng.choices(_WORDS, k=3))
+                t0 = time.perf_counter()
+                await search(store, emb, f, query, limit=k, recipe=recipe, now=base + timedelta(days=qi % 90),
+                             fallback_threshold=0.0)
+                full_t.append(time.perf_counter() - t0)
+        finally:
+            await store.close()
+
+    res = {"n": n, "dim": dim, "queries": queries, "k": k, "load_s": round(load_s, 1),
+           "cache_build_s": round(cache_s, 2), "recall_vs_exact": round(statistics.mean(agree), 4)}
+    for name, ts in (("exact_numpy", exact_t), ("store_vector_search", store_t), ("full_search", full_t)):
+        res[f"{name}_p50_ms"] = round(statistics.median(ts) * 1e3, 2)
+        res[f"{name}_p95_ms"] = round(_pct(ts, 95) * 1e3, 2)
+    echo(f"{n} memories of one user, {dim}-d clustered vectors, {queries} queries, top {k} "
+         f"(loaded in {res['load_s']} s; first query builds the matrix cache in {res['cache_build_s']} s)")
+    echo(f"exact numpy KNN       : p50 {res['exact_numpy_p50_ms']:7.2f} ms   p95 {res['exact_numpy_p95_ms']:7.2f} ms")
+    echo(f"store.vector_search   : p50 {res['store_vector_search_p50_ms']:7.2f} ms   "
+         f"p95 {res['store_vector_search_p95_ms']:7.2f} ms   recall vs exact {res['recall_vs_exact']:.3f}")
+    echo(f"full hybrid search    : p50 {res['full_search_p50_ms']:7.2f} ms   p95 {res['full_search_p95_ms']:7.2f} ms"
+         "   (vector + full text + ranking; query embedding excluded)   target p95 ≤ 50 ms")
+    return res

@@ -1,0 +1,45 @@
+"""What a row's vector is computed from (the librarian embeds this; search compares queries against it).
+
+A chat turn alone is often not understandable ("Yes, it was great!"), so a captured message is embedded
+together with the message before it in the same session: the vector then carries what the turn answers.
+Only the *previous* turn is used: it always exists by the time the librarian runs, so a row's vector does not
+depend on how far behind the librarian was. Rows outside a session (notes, files, explicit memories) are
+embedded alone. The author (title) stays in front of each part, as the speaker of a chat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gieok.models import Memory, SearchFilters
+from gieok.store.base import Store
+
+# The e5 models read 512 tokens; a long previous message must not crowd out the row itself.
+_CONTEXT_CHARS = 400
+
+
+def embed_text(m: Memory) -> str:
+    """A row on its own: its title (author or heading) and content."""
+    return f"{m.title}: {m.content}" if m.title else m.content
+
+
+def _with_context(m: Memory, prev: Memory | None) -> str:
+    if prev is None:
+        return embed_text(m)
+    before = embed_text(prev)
+    if len(before) > _CONTEXT_CHARS:
+        before = "…" + before[-_CONTEXT_CHARS:]
+    return f"{before}\n{embed_text(m)}"
+
+
+async def embed_texts(store: Store, rows: Sequence[Memory]) -> list[str]:
+    """The texts to embed for `rows`, each with its session's previous message as context."""
+    out = []
+    for m in rows:
+        prev = None
+        if m.session_id and m.source == "chat":
+            f = SearchFilters(user_id=m.user_id, session_id=m.session_id, include_archived=True)
+            before = await store.list_memories(f, limit=1, newest_first=True, after_id=m.id)
+            prev = before[0] if before else None
+        out.append(_with_context(m, prev))
+    return out

