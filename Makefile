@@ -24,7 +24,7 @@ install-test: $(VENV)/.installed-test node
 
 # The MCP Inspector CLI for the end-to-end tests (pinned in tests/node/package-lock.json).
 tests/node/node_modules/.installed: tests/node/package.json
-	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/node && npm install --no-audit --no-fund --loglevel=error
 	@touch $@
 node: tests/node/node_modules/.installed
 

@@ -40,6 +40,7 @@ from gieok.librarian.contradictions import KNOWLEDGE_KINDS, check_memory, projec
 from gieok.librarian.llm import LLM, make_llm
 from gieok.models import Memory, SearchFilters
 from gieok.service import MemoryService
+from gieok.store.base import ColdResult
 from gieok.text import STOPWORDS, index_tokens
 from gieok.timeparse import iso, utcnow
 
@@ -164,9 +165,12 @@ def extractive_summary(rows: list[Memory], max_statements: int) -> list[str]:
     return [text for _, _, text in sorted(chosen)]
 
 
+def _top_tags(rows: list[Memory], k: int) -> list[str]:
+    return [t for t, _ in Counter(t for m in rows for t in m.d_tags).most_common(k)]
+
+
 def _title(rows: list[Memory], project: str) -> str:
-    tags = Counter(t for m in rows for t in m.d_tags)
-    top = [t for t, _ in tags.most_common(3)]
+    top = _top_tags(rows, 3)
     head = ", ".join(top) if top else " ".join(rows[0].content.split()[:8])
     return (f"{project}: {head}" if project else head)[:120]
 
@@ -222,6 +226,8 @@ async def _write_summary(svc: MemoryService, rows: list[Memory], title: str, stm
         agent_model=models.pop() if len(models) == 1 else "",
         meta={"origin": ORIGIN, "source_count": len(rows), "as_of": iso(newest), "from": iso(oldest), **meta})
     mid, _ = await svc.ingest(msg)
+    # A summary's topics are its sources' topics; tagging its text would also read the "user:" speaker marks.
+    await svc.store.complete_cold([ColdResult(mid, p_tags=msg.p_tags, d_tags=_top_tags(rows, 5))], utcnow())
     for m in rows:
         await svc.store.add_link(mid, m.id, "derived_from")
         if not m.meta.get("consolidated_into"):

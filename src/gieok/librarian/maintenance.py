@@ -12,8 +12,12 @@ Forgetting. `ForgetScore = 0.35·(1−recency) + 0.25·(1−usage) + 0.20·dup_r
   include_archived). Hard: score ≥ 0.8 and age ≥ TTL_hard(kind), only with GIEOK_HARD_DELETE, through the
   same erasure as `forget(hard=true)` (every table, index and profile fact learned only from it).
   Semantic and procedural rows have no TTL; pinned rows are exempt.
-- Note what the weights imply: a never-used episodic row of default importance (0.5) tops out at 0.525, so it
-  is archived only once it is also a duplicate or consolidated; rows marked unimportant go sooner.
+- Scores are compared at 3 decimals: the hard bar (0.8) is exactly the formula's supremum (0.35 + 0.25 + 0.20
+  with importance 0), which recency only approaches, so an exact float comparison could never reach it.
+- What the weights imply for never-used rows: an episodic row of default importance (0.5) tops out at 0.525,
+  so it is archived only as a duplicate (from ~6 weeks) or once consolidated (~4 months); a working row of
+  importance 0 is archived after ~20 days, and hard-deleted (when enabled) after ~20 days only if it is also
+  a duplicate; an unimportant duplicate episodic row reaches the hard bar after ~285 days.
 
 Review. Rows that are knowledge rather than transcript enter the schedule: semantic and procedural rows and
 pinned rows (explicit "remember this"). First review 1 day after creation (or now, if that has passed), then
@@ -62,6 +66,7 @@ TTL_SOFT_DAYS: dict[str, float] = {"working": 2.0, "episodic": 30.0}  # semantic
 TTL_HARD_DAYS: dict[str, float] = {"working": 7.0, "episodic": 180.0}
 SOFT_THRESHOLD = 0.6
 HARD_THRESHOLD = 0.8
+SCORE_DECIMALS = 3
 W_RECENCY, W_USAGE, W_DUP, W_IMPORTANCE, W_PINNED = 0.35, 0.25, 0.20, 0.15, 0.30
 NEAR_DUPLICATE_COS = 0.95
 CONSOLIDATED_DUP = 0.5
@@ -155,8 +160,9 @@ class _Maintainer:
         score = forget_score(m, self.now)
         # The lowest bar this row could clear; the duplicate look-up only runs when it could tip the row over.
         bar = SOFT_THRESHOLD if m.is_active else HARD_THRESHOLD
-        if score + W_DUP >= bar:
+        if round(score + W_DUP, SCORE_DECIMALS) >= bar:
             score += W_DUP * await self._dup_ratio(m, vec)
+        score = round(score, SCORE_DECIMALS)
         if hard_ok and score >= HARD_THRESHOLD:
             await self.svc.forget(m.id, m.user_id, hard=True)
             self.report.hard_deleted += 1

@@ -1,0 +1,203 @@
+"""Forgetting and review (ARCHITECTURE §7): forget score, soft archive by kind TTL, hard delete only when enabled,
+pinned rows exempt, the spaced-review schedule and its place in load_context, synonym tags merged."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from gieok.context import load_context
+from gieok.errors import InvalidInput, NotFound
+from gieok.ingest import MessageIn
+from gieok.librarian.maintenance import forget_score, merge_tags, run_maintenance
+from gieok.models import Identity, Memory, SearchFilters
+from gieok.runtime import open_service
+from gieok.service import MemoryService
+from gieok.settings import Settings, load_settings
+from gieok.store.base import ColdResult, ProjectTag
+from tests.fakes.embedding_server import FakeEmbeddingServer
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def make_settings(tmp_path: Path, **kw: object) -> Settings:
+    base: dict[str, object] = dict(database_url=f"sqlite:///{tmp_path / 'memory.db'}", home=str(tmp_path),
+                                   user_id="alice", embedder="none", librarian=False)
+    base.update(kw)
+    return load_settings(**base)
+
+
+@pytest.fixture
+async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
+    async with open_service(make_settings(tmp_path)) as service:
+        yield service
+
+
+async def put(svc: MemoryService, text: str, *, age_days: float, kind: str = "episodic", importance: float = 0.5,
+              pinned: bool = False, user: str = "alice", meta: dict[str, object] | None = None) -> str:
+    mid, _ = await svc.ingest(MessageIn(content=text, user_id=user, kind=kind, importance=importance, is_pinned=pinned,
+                                        created_at=NOW - timedelta(days=age_days), meta=dict(meta or {})))
+    return mid
+
+
+async def get(svc: MemoryService, mid: str) -> Memory:
+    m = await svc.store.get_memory(mid)
+    assert m is not None
+    return m
+
+
+def test_forget_score_follows_the_formula() -> None:
+    fresh = Memory(id="a", user_id="u", content="x", kind="episodic", created_at=NOW)
+    assert forget_score(fresh, NOW) == pytest.approx(0.25 - 0.15 * 0.5)  # recency 1, unused, importance 0.5
+    month = Memory(id="b", user_id="u", content="x", kind="episodic", created_at=NOW - timedelta(days=30))
+    assert forget_score(month, NOW, dup_ratio=1.0) == pytest.approx(0.35 * 0.5 + 0.25 + 0.20 - 0.075)
+    used = Memory(id="c", user_id="u", content="x", kind="episodic", created_at=NOW - timedelta(days=30),
+                  view_count=3, cite_count=2)
+    assert forget_score(used, NOW) < forget_score(month, NOW)
+    pinned = Memory(id="d", user_id="u", content="x", kind="episodic", created_at=NOW, is_pinned=True)
+    assert forget_score(pinned, NOW) == pytest.approx(0.25 - 0.15 * 0.7 - 0.30)  # importance +0.2 when pinned
+
+
+async def test_soft_archive_by_kind_ttl_and_score(svc: MemoryService) -> None:
+    stale_working = await put(svc, "scratch note", age_days=25, kind="working", importance=0.0)
+    young_working = await put(svc, "scratch note 2", age_days=1, kind="working", importance=0.0)  # < TTL 2 d
+    kept_working = await put(svc, "a working note someone cares about", age_days=25, kind="working", importance=0.9)
+    old_episode = await put(svc, "we talked about lunch", age_days=200)  # importance 0.5: tops out at 0.525
+    consolidated = await put(svc, "deploy talk", age_days=130, meta={"consolidated_into": "x"})
+    young_consolidated = await put(svc, "deploy talk 2", age_days=20, meta={"consolidated_into": "x"})  # < 30 d
+    semantic = await put(svc, "deploys happen on friday", age_days=900, kind="semantic", importance=0.0)
+    pinned = await put(svc, "my old pinned scratch", age_days=900, kind="working", importance=0.0, pinned=True)
+    res = await run_maintenance(svc, now=NOW)
+    assert set(res["archived_ids"]) == {stale_working, consolidated}
+    for mid in (stale_working, consolidated):
+        m = await get(svc, mid)
+        assert not m.is_active and m.archived_at == NOW
+    for mid in (young_working, kept_working, old_episode, young_consolidated, semantic, pinned):
+        assert (await get(svc, mid)).is_active, mid
+    # Archived is not deleted: searchable with include_archived, gone from the default view.
+    outcome = await svc.search(SearchFilters(user_id="alice", include_archived=True), "scratch", count_view=False)
+    assert stale_working in {h.memory.id for h in outcome.hits}
+    outcome = await svc.search(SearchFilters(user_id="alice"), "scratch", count_view=False)
+    assert stale_working not in {h.memory.id for h in outcome.hits}
+
+
+async def test_duplicates_are_archived_and_only_the_newer_twin_survives(tmp_path: Path) -> None:
+    with FakeEmbeddingServer() as server:
+        s = make_settings(tmp_path, embedder="openai", embedding_url=server.openai_url, embedding_model="fake")
+        async with open_service(s) as svc:
+            text = "the staging database password rotates every ninety days"
+            older = await put(svc, text, age_days=60)
+            newer = await put(svc, text + ".", age_days=40)
+            bobs = await put(svc, text, age_days=1, user="bob")  # another user's twin is not ours
+            other = await put(svc, "an unrelated thought about lunch menus", age_days=60)
+            await svc.processor.run_once()
+            res = await run_maintenance(svc, now=NOW)
+            assert res["archived_ids"] == [older] and res["duplicates_linked"] == 1
+            assert [(x.src, x.dst, x.relation) for x in await svc.store.list_links(older)] == [
+                (older, newer, "duplicates")]
+            for mid in (newer, bobs, other):
+                assert (await get(svc, mid)).is_active
+
+
+async def test_hard_delete_only_when_enabled_and_erases_everywhere(tmp_path: Path) -> None:
+    async def scenario(hard: bool, sub: str) -> tuple[MaintenanceOutcome, bool]:
+        (tmp_path / sub).mkdir()
+        async with open_service(make_settings(tmp_path / sub, hard_delete=hard)) as svc:
+            keep = await put(svc, "the kept twin", age_days=0.5, kind="working")
+            gone = await put(svc, "the forgotten twin, I live in Lisbon", age_days=40, kind="working", importance=0.0)
+            await svc.store.add_link(gone, keep, "duplicates")
+            await svc.store.add_feedback(gone, "neglected", -0.5, NOW - timedelta(days=39))
+            res = await run_maintenance(svc, now=NOW)
+            erased = await svc.store.get_memory(gone, include_deleted=True) is None
+            if erased:
+                assert await svc.store.list_links(keep) == [] and await svc.store.list_feedback(gone) == []
+                hits = await svc.store.substring_search(SearchFilters(user_id="alice", include_archived=True),
+                                                        "Lisbon", 5)
+                assert hits == []
+            return res, erased
+
+    res, erased = await scenario(False, "off")
+    assert not erased and res["hard_deleted"] == 0 and res["archived"] == 1
+    res, erased = await scenario(True, "on")
+    assert erased and res["hard_deleted"] == 1
+
+
+async def test_hard_delete_drops_profile_facts_learned_only_from_the_row(tmp_path: Path) -> None:
+    async with open_service(make_settings(tmp_path, hard_delete=True)) as svc:
+        gone = await put(svc, "I live in Lisbon.", age_days=40, kind="working", importance=0.0)
+        await svc.processor.run_once()
+        assert any(f["value"] == "Lisbon" for f in (await svc.profile("alice")).sub_profile)
+        keep = await put(svc, "twin", age_days=0.5, kind="working")
+        await svc.store.add_link(gone, keep, "duplicates")
+        await run_maintenance(svc, now=NOW)
+        assert not any(f["value"] == "Lisbon" for f in (await svc.profile("alice")).sub_profile)
+
+
+MaintenanceOutcome = dict[str, object]
+
+
+async def test_review_schedule_and_due_reviews_in_context(svc: MemoryService) -> None:
+    t0 = NOW - timedelta(days=30)
+    fact = await put(svc, "The staging cluster lives in eu-west-1.", age_days=30, kind="semantic")
+    explicit = (await svc.remember(MessageIn(content="Use the blue deploy button", user_id="alice",
+                                             created_at=t0))).id
+    episode = await put(svc, "we chatted about the weather", age_days=30)
+    res = await run_maintenance(svc, now=t0 + timedelta(hours=1))
+    assert res["review_enrolled"] == 2
+    m = await get(svc, fact)
+    assert m.next_review_at == t0 + timedelta(days=1) and m.review_interval_days == 1
+    assert (await get(svc, episode)).next_review_at is None  # transcripts are not reviewed
+    due_at = t0 + timedelta(days=1, minutes=1)
+    assert {x.id for x in await svc.due_reviews("alice", due_at)} == {fact, explicit}
+    block = await load_context(svc, Identity(user_id="alice"), now=due_at)
+    assert {item["id"] for item in block.sections.get("review", [])} | {
+        item["id"] for item in block.sections.get("pinned", [])} >= {fact, explicit}
+    assert fact in {item["id"] for item in block.sections["review"]}
+    # Offered but not yet a day: stays due. After a day: 6 days.
+    await run_maintenance(svc, now=due_at)
+    assert (await get(svc, fact)).review_interval_days == 1
+    second = t0 + timedelta(days=2, minutes=2)
+    res = await run_maintenance(svc, now=second)
+    m = await get(svc, fact)
+    assert res["review_advanced"] == 2 and m.review_interval_days == 6 and m.next_review_at == second + timedelta(days=6)
+    # Reviewed (viewed after it came due): the interval grows by importance and usage.
+    third_due = second + timedelta(days=6)
+    await svc.store.touch([fact], third_due + timedelta(minutes=1))
+    await run_maintenance(svc, now=third_due + timedelta(minutes=2))
+    m = await get(svc, fact)
+    usage = math.log(2) / (1 + math.log(2))
+    assert m.review_interval_days == math.ceil(6 * (1 + 0.5 * 0.6 + 0.3 * usage)) == 9
+
+
+async def test_clear_synonym_tags_are_merged_and_rows_rewritten(svc: MemoryService) -> None:
+    await svc.store.upsert_project_tag(ProjectTag("centrazen", usage_count=5))
+    await svc.store.upsert_project_tag(ProjectTag("centrazen-project", usage_count=1))
+    await svc.store.upsert_project_tag(ProjectTag("webshop", usage_count=2))
+    a = await put(svc, "one", age_days=1)
+    b = await put(svc, "two", age_days=1)
+    await svc.store.complete_cold([ColdResult(a, p_tags=["centrazen-project"], d_tags=[]),
+                                   ColdResult(b, p_tags=["webshop"], d_tags=[])], NOW)
+    res = await run_maintenance(svc, now=NOW)
+    assert res["tags_merged"] == 1 and res["rows_retagged"] == 1
+    tags = {t.name: t for t in await svc.store.list_project_tags()}
+    assert tags["centrazen-project"].alias_of == "centrazen" and tags["centrazen"].usage_count == 6
+    assert tags["webshop"].alias_of is None
+    assert (await get(svc, a)).p_tags == ["centrazen"] and (await get(svc, b)).p_tags == ["webshop"]
+
+
+async def test_merge_tags_follows_aliases_and_refuses_cycles(svc: MemoryService) -> None:
+    for name in ("gieok", "memory-server", "mem-srv"):
+        await svc.store.upsert_project_tag(ProjectTag(name))
+    await merge_tags(svc, "memory-server", "gieok")
+    res = await merge_tags(svc, "mem-srv", "memory-server")  # an alias resolves to its canonical tag
+    assert res["canonical"] == "gieok"
+    with pytest.raises(InvalidInput, match="other way round"):
+        await merge_tags(svc, "gieok", "memory-server")
+    with pytest.raises(NotFound):
+        await merge_tags(svc, "no-such-tag", "gieok")
+    with pytest.raises(InvalidInput):
+        await merge_tags(svc, "gieok", "Gieok")
