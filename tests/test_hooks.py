@@ -23,8 +23,7 @@ import pytest
 from gieok.capture import hooks
 from gieok.settings import Settings, load_settings
 
-# The console script under test; GIEOK_CLI_UNDER_TEST lets a checkout without it installed point elsewhere.
-GIEOK = os.environ.get("GIEOK_CLI_UNDER_TEST") or str(Path(sys.executable).with_name("gieok"))
+GIEOK = str(Path(sys.executable).with_name("gieok"))
 FIX = Path(__file__).parent / "fixtures"
 SESSION = "3f6d2c1e-8b4a-4f0e-9c2d-7a1b5e9f0c31"
 TRANSCRIPT = FIX / "claude_code" / "projects" / "-home-dev-shop" / f"{SESSION}.jsonl"

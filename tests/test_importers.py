@@ -26,7 +26,7 @@ from gieok.capture.importers import (
 from gieok.ingest import MessageIn
 from gieok.service import MemoryService
 
-GIEOK = os.environ.get("GIEOK_CLI_UNDER_TEST") or str(Path(sys.executable).with_name("gieok"))
+GIEOK = str(Path(sys.executable).with_name("gieok"))
 FIX = Path(__file__).parent / "fixtures"
 PROJECTS = FIX / "claude_code" / "projects"
 S1 = "3f6d2c1e-8b4a-4f0e-9c2d-7a1b5e9f0c31"

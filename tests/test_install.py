@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-GIEOK = os.environ.get("GIEOK_CLI_UNDER_TEST") or str(Path(sys.executable).with_name("gieok"))
+GIEOK = str(Path(sys.executable).with_name("gieok"))
 
 USER_SETTINGS = {
     "model": "opus",

@@ -24,16 +24,16 @@ from tests.fakes.embedding_server import FakeEmbeddingServer
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
-def make_settings(tmp_path: Path, **kw: object) -> Settings:
-    base: dict[str, object] = dict(database_url=f"sqlite:///{tmp_path / 'memory.db'}", home=str(tmp_path),
-                                   user_id="alice", embedder="none", librarian=False)
+def make_settings(db_url: str, tmp_path: Path, **kw: object) -> Settings:
+    base: dict[str, object] = dict(database_url=db_url, home=str(tmp_path), user_id="alice", embedder="none",
+                                   librarian=False)
     base.update(kw)
     return load_settings(**base)
 
 
 @pytest.fixture
-async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    async with open_service(make_settings(tmp_path)) as service:
+async def svc(db_url: str, tmp_path: Path) -> AsyncIterator[MemoryService]:
+    async with open_service(make_settings(db_url, tmp_path)) as service:
         yield service
 
 
@@ -85,9 +85,9 @@ async def test_soft_archive_by_kind_ttl_and_score(svc: MemoryService) -> None:
     assert stale_working not in {h.memory.id for h in outcome.hits}
 
 
-async def test_duplicates_are_archived_and_only_the_newer_twin_survives(tmp_path: Path) -> None:
+async def test_duplicates_are_archived_and_only_the_newer_twin_survives(db_url: str, tmp_path: Path) -> None:
     with FakeEmbeddingServer() as server:
-        s = make_settings(tmp_path, embedder="openai", embedding_url=server.openai_url, embedding_model="fake")
+        s = make_settings(db_url, tmp_path, embedder="openai", embedding_url=server.openai_url, embedding_model="fake")
         async with open_service(s) as svc:
             text = "the staging database password rotates every ninety days"
             older = await put(svc, text, age_days=60)
@@ -103,31 +103,27 @@ async def test_duplicates_are_archived_and_only_the_newer_twin_survives(tmp_path
                 assert (await get(svc, mid)).is_active
 
 
-async def test_hard_delete_only_when_enabled_and_erases_everywhere(tmp_path: Path) -> None:
-    async def scenario(hard: bool, sub: str) -> tuple[MaintenanceOutcome, bool]:
-        (tmp_path / sub).mkdir()
-        async with open_service(make_settings(tmp_path / sub, hard_delete=hard)) as svc:
-            keep = await put(svc, "the kept twin", age_days=0.5, kind="working")
-            gone = await put(svc, "the forgotten twin, I live in Lisbon", age_days=40, kind="working", importance=0.0)
-            await svc.store.add_link(gone, keep, "duplicates")
-            await svc.store.add_feedback(gone, "neglected", -0.5, NOW - timedelta(days=39))
-            res = await run_maintenance(svc, now=NOW)
-            erased = await svc.store.get_memory(gone, include_deleted=True) is None
-            if erased:
-                assert await svc.store.list_links(keep) == [] and await svc.store.list_feedback(gone) == []
-                hits = await svc.store.substring_search(SearchFilters(user_id="alice", include_archived=True),
-                                                        "Lisbon", 5)
-                assert hits == []
-            return res, erased
-
-    res, erased = await scenario(False, "off")
-    assert not erased and res["hard_deleted"] == 0 and res["archived"] == 1
-    res, erased = await scenario(True, "on")
-    assert erased and res["hard_deleted"] == 1
+async def test_hard_delete_only_when_enabled_and_erases_everywhere(db_url: str, tmp_path: Path) -> None:
+    async with open_service(make_settings(db_url, tmp_path, hard_delete=False)) as svc:
+        keep = await put(svc, "the kept twin", age_days=0.5, kind="working")
+        gone = await put(svc, "the forgotten twin, said in Lisbon", age_days=40, kind="working", importance=0.0)
+        await svc.store.add_link(gone, keep, "duplicates")
+        await svc.store.add_feedback(gone, "neglected", -0.5, NOW - timedelta(days=39))
+        res = await run_maintenance(svc, now=NOW)
+        assert res["hard_deleted"] == 0 and res["archived_ids"] == [gone]  # disabled: archived, never erased
+        assert await svc.store.get_memory(gone) is not None
+    async with open_service(make_settings(db_url, tmp_path, hard_delete=True)) as svc:
+        res = await run_maintenance(svc, now=NOW)  # the archived row is past TTL_hard and over 0.8
+        assert res["hard_deleted"] == 1
+        assert await svc.store.get_memory(gone, include_deleted=True) is None
+        assert await svc.store.list_links(keep) == [] and await svc.store.list_feedback(gone) == []
+        f = SearchFilters(user_id="alice", include_archived=True)
+        assert await svc.store.substring_search(f, "Lisbon", 5) == []
+        assert [m.id async for m in svc.store.iter_memories("alice", include_deleted=True)] == [keep]
 
 
-async def test_hard_delete_drops_profile_facts_learned_only_from_the_row(tmp_path: Path) -> None:
-    async with open_service(make_settings(tmp_path, hard_delete=True)) as svc:
+async def test_hard_delete_drops_profile_facts_learned_only_from_the_row(db_url: str, tmp_path: Path) -> None:
+    async with open_service(make_settings(db_url, tmp_path, hard_delete=True)) as svc:
         gone = await put(svc, "I live in Lisbon.", age_days=40, kind="working", importance=0.0)
         await svc.processor.run_once()
         assert any(f["value"] == "Lisbon" for f in (await svc.profile("alice")).sub_profile)
@@ -137,38 +133,38 @@ async def test_hard_delete_drops_profile_facts_learned_only_from_the_row(tmp_pat
         assert not any(f["value"] == "Lisbon" for f in (await svc.profile("alice")).sub_profile)
 
 
-MaintenanceOutcome = dict[str, object]
-
-
 async def test_review_schedule_and_due_reviews_in_context(svc: MemoryService) -> None:
     t0 = NOW - timedelta(days=30)
-    fact = await put(svc, "The staging cluster lives in eu-west-1.", age_days=30, kind="semantic")
+    old_fact = await put(svc, "The staging cluster lives in eu-west-1.", age_days=40, kind="semantic")
+    new_fact = await put(svc, "The release train leaves on Thursdays.", age_days=30 + 1 / 24, kind="procedural")
     explicit = (await svc.remember(MessageIn(content="Use the blue deploy button", user_id="alice",
-                                             created_at=t0))).id
-    episode = await put(svc, "we chatted about the weather", age_days=30)
-    res = await run_maintenance(svc, now=t0 + timedelta(hours=1))
-    assert res["review_enrolled"] == 2
-    m = await get(svc, fact)
-    assert m.next_review_at == t0 + timedelta(days=1) and m.review_interval_days == 1
+                                             created_at=t0 - timedelta(days=10)))).id
+    episode = await put(svc, "we chatted about the weather", age_days=40)
+    res = await run_maintenance(svc, now=t0)
+    assert res["review_enrolled"] == 3
+    # First review one day after creation; a row enrolled late is due at once.
+    m = await get(svc, new_fact)
+    assert m.next_review_at == t0 - timedelta(hours=1) + timedelta(days=1) and m.review_interval_days == 1
+    assert (await get(svc, old_fact)).next_review_at == t0
     assert (await get(svc, episode)).next_review_at is None  # transcripts are not reviewed
-    due_at = t0 + timedelta(days=1, minutes=1)
-    assert {x.id for x in await svc.due_reviews("alice", due_at)} == {fact, explicit}
-    block = await load_context(svc, Identity(user_id="alice"), now=due_at)
-    assert {item["id"] for item in block.sections.get("review", [])} | {
-        item["id"] for item in block.sections.get("pinned", [])} >= {fact, explicit}
-    assert fact in {item["id"] for item in block.sections["review"]}
-    # Offered but not yet a day: stays due. After a day: 6 days.
-    await run_maintenance(svc, now=due_at)
-    assert (await get(svc, fact)).review_interval_days == 1
-    second = t0 + timedelta(days=2, minutes=2)
+    shown = t0 + timedelta(minutes=1)
+    assert {x.id for x in await svc.due_reviews("alice", shown)} == {old_fact, explicit}
+    block = await load_context(svc, Identity(user_id="alice"), now=shown)
+    assert [item["id"] for item in block.sections["review"]] == [old_fact]  # the pinned one is shown as pinned
+    assert "Due for review" in block.text
+    # Offered but not yet for a day: stays due. After a day: the next interval is 6 days.
+    await run_maintenance(svc, now=shown)
+    assert (await get(svc, old_fact)).review_interval_days == 1
+    second = t0 + timedelta(days=1, minutes=2)
     res = await run_maintenance(svc, now=second)
-    m = await get(svc, fact)
-    assert res["review_advanced"] == 2 and m.review_interval_days == 6 and m.next_review_at == second + timedelta(days=6)
+    m = await get(svc, old_fact)
+    assert m.review_interval_days == 6 and m.next_review_at == second + timedelta(days=6)
+    assert (await get(svc, new_fact)).review_interval_days == 1  # came due at t0+23h: not yet a day
     # Reviewed (viewed after it came due): the interval grows by importance and usage.
     third_due = second + timedelta(days=6)
-    await svc.store.touch([fact], third_due + timedelta(minutes=1))
+    await svc.store.touch([old_fact], third_due + timedelta(minutes=1))
     await run_maintenance(svc, now=third_due + timedelta(minutes=2))
-    m = await get(svc, fact)
+    m = await get(svc, old_fact)
     usage = math.log(2) / (1 + math.log(2))
     assert m.review_interval_days == math.ceil(6 * (1 + 0.5 * 0.6 + 0.3 * usage)) == 9
 

@@ -272,13 +272,17 @@ def stats(
     db: DbOpt = None,
     user: UserOpt = None,
 ) -> None:
-    """Counts: memories, archived, pinned, pending/failed librarian work (with the last error)."""
+    """Counts: memories, archived, pinned; the librarian's pending and failed rows (with the last error),
+    rows processed in the last hour, and its periodic jobs."""
+    from gieok.librarian.worker import librarian_status
     from gieok.runtime import open_service
     s = settings_for(db, user)
 
     async def go() -> dict[str, Any]:
         async with open_service(s, with_embedder=False) as svc:
-            return await svc.store.stats(None if all_users else s.user_id)
+            data = await svc.store.stats(None if all_users else s.user_id)
+            data["librarian_jobs"] = await librarian_status(svc.store)
+            return data
 
     data = run(go)
     if as_json:

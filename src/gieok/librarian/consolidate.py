@@ -35,16 +35,16 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from gieok.errors import InvalidInput, NotFound, PermanentProviderError, ProviderError
-from gieok.ingest import MessageIn
+from gieok.ingest import MessageIn, content_hash
 from gieok.librarian.contradictions import KNOWLEDGE_KINDS, check_memory, project_key
 from gieok.librarian.llm import LLM, make_llm
 from gieok.models import Memory, SearchFilters
 from gieok.service import MemoryService
 from gieok.store.base import ColdResult
-from gieok.text import STOPWORDS, index_tokens
+from gieok.text import STOPWORDS, index_text, index_tokens
 from gieok.timeparse import iso, utcnow
 
-__all__ = ["cluster_rows", "consolidate", "extractive_summary", "summarize_session"]
+__all__ = ["cluster_rows", "consolidate", "drop_from_summaries", "extractive_summary", "summarize_session"]
 
 ORIGIN = "librarian"
 TURN_ROLES = ("user", "assistant")
@@ -241,6 +241,40 @@ async def _write_summary(svc: MemoryService, rows: list[Memory], title: str, stm
         await svc.processor.process_now([row])
         row = await svc.store.get_memory(mid) or row
     return row
+
+
+async def drop_from_summaries(svc: MemoryService, memory_id: str) -> list[str]:
+    """Call before forgetting `memory_id`: an extractive summary quotes its sources, so erasure must reach it.
+    Each summary derived from the row is rebuilt (offline, no provider sees the rest) from its remaining
+    visible sources and re-embedded, or erased when none is left. Returns the summaries changed."""
+    changed: list[str] = []
+    for link in await svc.store.list_links(memory_id):
+        if link.relation != "derived_from" or link.dst != memory_id:
+            continue
+        summary = await svc.store.get_memory(link.src, include_deleted=True)
+        if summary is None:
+            continue
+        others = [x.dst for x in await svc.store.list_links(summary.id)
+                  if x.src == summary.id and x.relation == "derived_from" and x.dst != memory_id]
+        rows = await svc.store.get_memories(others)  # soft-forgotten sources are not quoted either
+        if not rows:
+            await svc.store.hard_delete(summary.id)
+            changed.append(summary.id)
+            continue
+        n = max(1, len(summary.content.splitlines()))
+        stmts = extractive_summary(rows, n) or [f"{m.role}: {' '.join(m.content.split())[:_MAX_SENTENCE_CHARS]}"
+                                                for m in rows[:n]]
+        content = "\n".join(f"- {x}" for x in stmts)
+        title = _title(rows, project_key(summary))
+        meta = {**summary.meta, "method": "extractive", "source_count": len(rows), "rebuilt_after_forget": True}
+        await svc.store.update_memory(summary.id, {"content": content, "title": title, "content_hash":
+                                                   content_hash(content), "embed_status": "pending", "meta": meta},
+                                      search_text=index_text(f"{title}\n{content}"))
+        fresh = await svc.store.get_memory(summary.id)
+        if fresh is not None and svc.processor is not None:
+            await svc.processor.process_now([fresh])  # replace the vector computed from the old text now
+        changed.append(summary.id)
+    return changed
 
 
 # --- the consolidation job -------------------------------------------------------------------------------

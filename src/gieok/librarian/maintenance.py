@@ -42,6 +42,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gieok.errors import InvalidInput, NotFound
+from gieok.librarian.consolidate import drop_from_summaries
 from gieok.librarian.tagger import normalize_tag, same_tag
 from gieok.models import Memory, SearchFilters
 from gieok.retrieval.ranking import Recipe, importance, raw_usage, recency
@@ -164,6 +165,7 @@ class _Maintainer:
             score += W_DUP * await self._dup_ratio(m, vec)
         score = round(score, SCORE_DECIMALS)
         if hard_ok and score >= HARD_THRESHOLD:
+            await drop_from_summaries(self.svc, m.id)
             await self.svc.forget(m.id, m.user_id, hard=True)
             self.report.hard_deleted += 1
         elif m.is_active and score >= SOFT_THRESHOLD:

@@ -29,7 +29,7 @@ from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
 from gieok.models import Memory
 from gieok.retrieval.doc_text import embed_text, embed_texts  # noqa: F401  (embed_text: store/copy.py)
 from gieok.service import MemoryService
-from gieok.store.base import ColdResult, ProjectTag
+from gieok.store.base import ColdResult, ProjectTag, Store
 from gieok.timeparse import utcnow
 
 log = logging.getLogger(__name__)
@@ -146,6 +146,12 @@ class Librarian:
         for mid, exc in errors.items():
             await self.svc.store.fail_cold(mid, f"{type(exc).__name__}: {exc}", permanent=not exc.transient,
                                            max_attempts=self.s.cold_max_attempts, now=now)
+        if self.svc.embedder is None:
+            # The store clears a recovered row's error once it is tagged *and* embedded; with no embedder
+            # configured, tagged is all there is to do, so the old error must not linger.
+            for m in rows:
+                if m.id not in errors and (m.cold_error or m.cold_attempts):
+                    await self.svc.store.update_memory(m.id, {"cold_error": "", "cold_attempts": 0})
         await self._promote_profile([m for m in rows if m.id not in errors or results[m.id].p_tags is not None])
         self.processed += len(done)
         self.failed += len(errors)
@@ -298,3 +304,20 @@ class Librarian:
     def throughput(self) -> float:
         elapsed = time.monotonic() - self.started
         return self.processed / elapsed if elapsed > 0 else 0.0
+
+
+async def librarian_status(store: Store) -> dict[str, Any]:
+    """The periodic jobs as `gieok stats` and `gieok doctor` show them: when each last finished, who runs it
+    now, and its last result in counts."""
+    now = utcnow()
+    out: dict[str, Any] = {}
+    for job in await store.list_jobs():
+        res = job["last_result"] or {}
+        lease = job["lease_until"]
+        out[job["name"]] = {
+            "last_finished_at": job["last_finished_at"],
+            "running_on": job["owner"] if lease is not None and lease > now else None,
+            "last_result": {k: (len(v) if isinstance(v, list) else v) for k, v in res.items()
+                            if not isinstance(v, dict)},
+        }
+    return out

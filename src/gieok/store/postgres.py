@@ -59,9 +59,13 @@ _SELECT = ", ".join("m." + c for c in _MEMORY_COLS)
 _CASTS = {"p_tags": "::text[]", "d_tags": "::text[]", "meta": "::jsonb"}
 # Failed rows wait this long before a later cycle tries them again (as in SQLite).
 FAILED_COOLDOWN = timedelta(minutes=10)
-# A user with at most this many vectors of a model is searched exactly: measured faster than HNSW
-# below this size, and always complete (see `gieok bench scale`).
-EXACT_SCAN_MAX = 10_000
+# Exact scan or HNSW? An exact scan costs in proportion to the user's rows n; a filtered HNSW scan visits
+# about limit·N/n index tuples (N: the whole table) before enough of the user's rows turn up. They cross
+# near n = sqrt(K·N); K was measured with `gieok bench scale`-style data (384-d, limit 50: crossover at
+# ~5,700 of 100,000 rows). Exact answers are also complete and in order.
+EXACT_SCAN_K = 325.0
+EXACT_SCAN_MIN = 2_000
+EXACT_SCAN_MAX = 50_000
 HNSW_EF_SEARCH = 100
 HNSW_MAX_DIMS = 2000          # pgvector indexes `vector` up to 2,000 dims; `halfvec` up to 4,000
 NOTIFY_CHANNEL = "gieok_pending"
@@ -498,14 +502,17 @@ class PostgresStore:
         model_cond = sql.SQL("m.embedding_model = {} AND vector_dims(m.embedding) = {}").format(
             sql.Literal(model), sql.Literal(dims))
         qvec = np.asarray(query, dtype=np.float32)
+        table_rows = (await self._fts_stats()).rows
+        exact_max = int(min(EXACT_SCAN_MAX, max(EXACT_SCAN_MIN, math.sqrt(EXACT_SCAN_K * table_rows))))
         async with self._conn() as con:
+            # Counting stops at the threshold: an index-only scan of at most exact_max entries.
             row = await (await con.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM memory WHERE user_id = %s AND embedding_model = %s "
-                "AND embedding IS NOT NULL LIMIT %s) t", (f.user_id, model, EXACT_SCAN_MAX + 1))).fetchone()
+                "AND embedding IS NOT NULL LIMIT %s) t", (f.user_id, model, exact_max + 1))).fetchone()
             n = int(row[0]) if row else 0
             if n == 0:
                 return []
-            if n > EXACT_SCAN_MAX:
+            if n > exact_max:
                 hits = await self._hnsw_search(con, where, params, model_cond, typ, qvec, limit)
                 if len(hits) >= limit:
                     return hits

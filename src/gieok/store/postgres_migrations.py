@@ -90,6 +90,10 @@ async def m001_initial(db: AsyncConnection[Any]) -> None:
             updated_at timestamptz NOT NULL,
             meta jsonb NOT NULL DEFAULT '{{}}'
         )""")
+    # pgvector's types default to EXTERNAL storage: once a row passes ~2 kB (a 384-d vector is 1.5 kB) the
+    # vector is the first thing moved out of line, and every exact distance then costs a TOAST fetch
+    # (measured 10× slower per row). MAIN keeps it in the row; the text columns are toasted first.
+    await db.execute("ALTER TABLE memory ALTER COLUMN embedding SET STORAGE MAIN")
     # Re-importing a history must not store it twice.
     await db.execute("CREATE UNIQUE INDEX memory_dedup ON memory (user_id, session_id, content_hash, created_at)")
     for _, ddl in MEMORY_INDEXES:
@@ -161,11 +165,18 @@ async def m002_librarian_jobs(db: AsyncConnection[Any]) -> None:
         )""")
 
 
+async def m003_vector_refresh_index(db: AsyncConnection[Any]) -> None:
+    # SQLite's 003 indexes its vector-cache refresh; Postgres searches vectors in the database (HNSW), so
+    # there is nothing to add. Kept so both backends share one numbering.
+    return None
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
+    (3, "vector_refresh_index", m003_vector_refresh_index),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -345,8 +345,9 @@ class SQLiteStore:
         gen = cache.gen if cache else 0
         with self._lock:
             rows = self.db.execute(
-                "SELECT seq, embedding, embed_gen FROM memory WHERE embed_gen > ? AND user_id = ? "
-                "AND embedding_model = ? AND embedding IS NOT NULL ORDER BY embed_gen", (gen, user_id, model)
+                "SELECT seq, embedding, embed_gen FROM memory INDEXED BY memory_vec_gen WHERE user_id = ? "
+                "AND embedding_model = ? AND embed_gen > ? AND embedding IS NOT NULL ORDER BY embed_gen",
+                (user_id, model, gen)
             ).fetchall()
         if not rows:
             if cache is None:
@@ -368,6 +369,9 @@ class SQLiteStore:
     async def vector_search(self, f: SearchFilters, model: str, query: Vector,
                             limit: int) -> list[tuple[Memory, float]]:
         where, params = where_clause(f, "?", _tags_sql, iso)
+        # The candidates are fetched by rowid; the unary + keeps the planner from preferring the
+        # (user_id, …) indexes and scanning every row of the user instead (46 ms → ~1 ms at 100k rows).
+        where = where.replace("m.user_id = ?", "+m.user_id = ?", 1)
 
         def run() -> list[tuple[Memory, float]]:
             cache = self._refresh_vectors(f.user_id, model)
