@@ -32,8 +32,19 @@ from gieok.store.base import ColdResult
 from gieok.store.sqlite import SQLiteStore
 
 _MODEL = "bench/clustered-384"
-_WORDS = ("memory agent session project database migration search vector index coffee meeting deploy review "
-          "test build release budget travel family garden music painting dinner weekend 회의 커피 배포").split()
+_SYLLABLES = "ka ri mo te su na lo pe vi da ne ko ru shi ta mi zo be ga lu".split()
+_HANGUL = "회의 커피 배포 검토 일정 보고 데이터 서버 모델 사용자 프로젝트 문서 계획 결정 테스트".split()
+
+
+def _vocabulary(prng: random.Random, size: int = 20_000) -> tuple[list[str], list[float]]:
+    """A Zipf-distributed vocabulary (weight ∝ 1/rank): a few very common words and a long tail, like real
+    chat. A tiny uniform vocabulary would make every query term match most rows, which no real store does."""
+    words: set[str] = set(_HANGUL)
+    while len(words) < size:
+        words.add("".join(prng.choices(_SYLLABLES, k=prng.randint(2, 4))))
+    ordered = sorted(words)
+    prng.shuffle(ordered)
+    return ordered, [1.0 / (r + 1) ** 1.07 for r in range(len(ordered))]
 
 
 class _GivenVector:
@@ -75,7 +86,8 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
         await store.open()
         try:
             t0 = time.perf_counter()
-            rows = [prepare(MessageIn(content=" ".join(prng.choices(_WORDS, k=12)) + f" #{i}", user_id="bench",
+            vocab, weights = _vocabulary(prng)
+            rows = [prepare(MessageIn(content=" ".join(prng.choices(vocab, weights, k=12)) + f" #{i}", user_id="bench",
                                       session_id=f"s{i // 50}", created_at=base + timedelta(minutes=i)),
                             max_bytes=1 << 16) for i in range(n)]
             await store.insert_many(rows)
@@ -104,7 +116,7 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
                 agree.append(len({seq_of[m.id] for m, _ in got} & set(top.tolist())) / k)
 
                 emb.next = q
-                query = " ".join(prng.choices(_WORDS, k=3))
+                query = " ".join(prng.choices(vocab, weights, k=3))
                 t0 = time.perf_counter()
                 await search(store, emb, f, query, limit=k, recipe=recipe, now=base + timedelta(days=qi % 90),
                              fallback_threshold=0.0)

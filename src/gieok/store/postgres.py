@@ -259,7 +259,10 @@ class PostgresStore:
 
     async def _migrate(self, con: AsyncConnection[Any]) -> None:
         # Several replicas may start at once: one migrates, the others wait and then find nothing to do.
-        await con.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+        # Polling a try-lock, as in `_ensure_vector_index`: a blocked lock call would hold a snapshot that a
+        # concurrent CREATE INDEX CONCURRENTLY waits for.
+        while not await _fetch_bool(con, "SELECT pg_try_advisory_lock(%s)", (_MIGRATION_LOCK,)):
+            await asyncio.sleep(0.05)
         try:
             await self._ensure_extensions(con)
             await con.execute("CREATE TABLE IF NOT EXISTS migration_history (version integer PRIMARY KEY, "
