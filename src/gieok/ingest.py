@@ -138,7 +138,7 @@ def prepare(msg: MessageIn, *, max_bytes: int, redact_secrets: bool = True,
     return memory, index_text(f"{memory.title}\n{content}" if memory.title else content)
 
 
-FIELDS = {"content", "role", "kind", "source", "title", "session_id", "project", "created_at", "id",
+FIELDS = {"is_subagent", "content", "role", "kind", "source", "title", "session_id", "project", "created_at", "id",
           "importance", "meta", "agent_platform", "agent_model", "subagent_role", "subagent_model",
           "platform", "model", "user_id", "p_tags", "d_tags"}
 
@@ -158,6 +158,7 @@ def message_from_json(item: dict[str, Any], base: Identity) -> MessageIn:
         agent_platform=str(item.get("agent_platform") or item.get("platform") or base.agent_platform),
         agent_model=str(item.get("agent_model") or item.get("model") or base.agent_model),
         subagent_role=str(item.get("subagent_role") or base.subagent_role),
+        is_subagent=bool(item.get("is_subagent", base.is_subagent)),
         subagent_model=str(item.get("subagent_model") or base.subagent_model),
         session_id=str(item.get("session_id") or base.session_id), project=str(item.get("project") or base.project),
         created_at=item.get("created_at"), id=item.get("id"),

@@ -192,6 +192,9 @@ class MemoryService:
     async def forget(self, memory_id: str, user_id: str, *, hard: bool = False) -> dict[str, Any]:
         """Soft: hidden from search and context, kept for audit/undo. Hard: erased everywhere."""
         await self.get(memory_id, user_id)
+        # Summaries quote their sources: forgetting a row must reach the summaries built from it.
+        from gieok.librarian.consolidate import drop_from_summaries
+        await drop_from_summaries(self, memory_id)
         if hard:
             await self.store.hard_delete(memory_id)
             await self._drop_profile_sources(user_id, memory_id)

@@ -126,7 +126,8 @@ class SQLiteStore:
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            db.execute("PRAGMA journal_mode = WAL")
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA foreign_keys = ON")
             # Keep the WAL from growing without bound when readers are always active (MEASURED.md).
@@ -168,6 +169,14 @@ class SQLiteStore:
                 db.execute("COMMIT")
 
     def _migrate(self) -> None:
+        # Most opens find nothing to do: check with a plain read first, so a CLI or hook opening a busy
+        # database does not queue for the write lock behind other agents' captures.
+        try:
+            done = {r[0] for r in self.db.execute("SELECT version FROM migration_history")}
+            if all(v in done for v, _, _ in MIGRATIONS):
+                return
+        except sqlite3.OperationalError:
+            pass  # no history table yet: a new database
         with self._write() as db:
             db.execute("CREATE TABLE IF NOT EXISTS migration_history (version INTEGER PRIMARY KEY, "
                        "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
