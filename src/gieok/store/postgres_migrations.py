@@ -171,12 +171,18 @@ async def m003_vector_refresh_index(db: AsyncConnection[Any]) -> None:
     return None
 
 
+async def m004_fts_vocabulary(db: AsyncConnection[Any]) -> None:
+    # SQLite's 004 adds an FTS vocabulary table; Postgres keeps term statistics itself. Shared numbering.
+    return None
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
     (3, "vector_refresh_index", m003_vector_refresh_index),
+    (4, "fts_vocabulary", m004_fts_vocabulary),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

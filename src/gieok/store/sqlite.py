@@ -324,7 +324,7 @@ class SQLiteStore:
         if not terms:
             return []
         where, params = where_clause(f, "?", _tags_sql, iso)
-        match = fts5_query(terms)
+        match = fts5_query(self._bounded_terms(terms))
         # Two steps: rank inside the FTS index alone (its `ORDER BY rank LIMIT` path touches no memory rows),
         # then fetch and filter the top rows by rowid, widening until enough pass. Joining every match to
         # its memory row before sorting cost ~200 ms for common words at 100k rows.
@@ -358,6 +358,31 @@ class SQLiteStore:
                     return [(_row_to_memory(r[:-1]), float(r[-1])) for r in rows]
                 want *= 8
         return await anyio.to_thread.run_sync(run)
+
+    # BM25 in FTS5 scores every matching row before it can sort; a query made of very common words over a big
+    # store would score most of it. Above this many potential matches the most common terms are left out:
+    # they carry little idf weight, and rows matching only them would not reach the top anyway. Small stores
+    # never reach the cap, so their ranking is exact.
+    MAX_SCORED_MATCHES = 5000
+
+    def _bounded_terms(self, terms: list[list[str]]) -> list[list[str]]:
+        tokens = sorted({t for term in terms for t in term})
+        with self._lock:
+            df = dict(self.db.execute(
+                f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({','.join('?' * len(tokens))})",
+                tokens).fetchall())
+        # A phrase matches no more rows than its rarest token.
+        freq = [(min(df.get(t, 0) for t in term), term) for term in terms]
+        freq = [ft for ft in freq if ft[0] > 0] or freq
+        freq.sort(key=lambda ft: ft[0])
+        kept: list[list[str]] = []
+        total = 0
+        for n, term in freq:
+            if kept and total + n > self.MAX_SCORED_MATCHES:
+                break
+            kept.append(term)
+            total += n
+        return kept
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
         if not needle.strip():

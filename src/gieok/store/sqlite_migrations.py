@@ -135,8 +135,14 @@ def m003_vector_refresh_index(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memory_vec_gen ON memory (user_id, embedding_model, embed_gen)")
 
 
+def m004_fts_vocabulary(db: sqlite3.Connection) -> None:
+    # Document frequencies of indexed tokens, read by keyword search to bound its work on huge stores.
+    db.execute("CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row')")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
     (3, "vector_refresh_index", m003_vector_refresh_index),
+    (4, "fts_vocabulary", m004_fts_vocabulary),
 ]

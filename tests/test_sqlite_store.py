@@ -1,0 +1,57 @@
+"""SQLite-only behaviour: bounded full-text work on huge stores, vector cache refresh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gieok.ingest import MessageIn, prepare
+from gieok.models import SearchFilters
+from gieok.store.base import ColdResult
+from gieok.store.sqlite import SQLiteStore
+from gieok.text import query_terms
+from gieok.timeparse import utcnow
+
+
+async def test_common_terms_are_dropped_only_above_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'x.db'}")
+    await store.open()
+    rows = [prepare(MessageIn(content=f"the project update number {i}", user_id="u"), max_bytes=4096)
+            for i in range(60)]
+    rows.append(prepare(MessageIn(content="project zeppelin launch", user_id="u"), max_bytes=4096))
+    await store.insert_many(rows)
+    f = SearchFilters(user_id="u")
+    terms = query_terms("project zeppelin")
+    assert store._bounded_terms(terms) == [["zeppelin"], ["project"]]          # under the cap: all terms
+    monkeypatch.setattr(SQLiteStore, "MAX_SCORED_MATCHES", 10)
+    assert store._bounded_terms(terms) == [["zeppelin"]]                       # the common one goes
+    hits = await store.keyword_search(f, terms, 5)
+    assert [m.content for m, _ in hits] == ["project zeppelin launch"]
+    # A query of only common words still searches (the rarest term is always kept).
+    assert len(await store.keyword_search(f, query_terms("project"), 5)) == 5
+    await store.close()
+
+
+async def test_vector_cache_sees_new_and_replaced_vectors(tmp_path: Path) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'v.db'}")
+    await store.open()
+    a, _ = prepare(MessageIn(content="a", user_id="u"), max_bytes=64)
+    b, _ = prepare(MessageIn(content="b", user_id="u"), max_bytes=64)
+    await store.insert_many([(a, "a"), (b, "b")])
+    e = np.eye(4, dtype=np.float32)
+    await store.complete_cold([ColdResult(a.id, embedding=e[0], embedding_model="m")], utcnow())
+    f = SearchFilters(user_id="u")
+    assert [m.id for m, _ in await store.vector_search(f, "m", e[0], 5)] == [a.id]
+    # A second process (another connection) embeds b: the first one's cache picks it up on the next search.
+    other = SQLiteStore(store.url)
+    await other.open()
+    await other.complete_cold([ColdResult(b.id, embedding=e[1], embedding_model="m"),
+                               ColdResult(a.id, embedding=e[2], embedding_model="m")], utcnow())
+    await other.close()
+    got = await store.vector_search(f, "m", e[1], 5)
+    assert got[0][0].id == b.id and got[0][1] == pytest.approx(1.0)
+    assert (await store.vector_search(f, "m", e[2], 1))[0][0].id == a.id     # replaced, not duplicated
+    assert len(await store.vector_search(f, "m", e[3], 5)) == 2
+    await store.close()
