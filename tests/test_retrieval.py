@@ -4,6 +4,7 @@ models never mixed, and Korean (2-syllable words; Korean ↔ English with the re
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,11 +12,13 @@ import numpy as np
 import pytest
 
 from gieok.ingest import MessageIn
-from gieok.retrieval.ranking import RECIPES, model_cos_floor
+from gieok.models import Memory
+from gieok.retrieval.ranking import RECIPES, Candidate, model_cos_floor, rank
 from gieok.runtime import open_service
 from gieok.service import MemoryService
 from gieok.settings import Settings, load_settings
 from gieok.store.base import ColdResult
+from gieok.text import query_terms
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 TEXTS = [
@@ -138,3 +141,23 @@ async def test_vectors_of_another_model_are_never_compared(e5svc: MemoryService)
     hit = next(h for h in out.hits if h.memory.id == mid)
     assert hit.parts["cosine"] == 0 and hit.parts["bm25"] > 0
     assert not np.allclose(q, 0)
+
+
+def test_query_terms_drop_contraction_and_possessive_fragments() -> None:
+    # The tokenizer splits at apostrophes; a bare "s" or "t" would match every possessive or contraction.
+    assert query_terms("What do Melanie's kids like? Why didn't she go?") == [["melani"], ["kid"], ["like"], ["go"]]
+
+
+def test_duplication_penalty_splits_near_identical_results() -> None:
+    # Two near-identical rows and a weaker different one: without the MMR penalty the pair comes first; the
+    # default recipe's penalty moves the different row up.
+    a, b, c = (np.array(v, np.float32) / np.linalg.norm(v) for v in ([1, 0.05, 0], [1, 0, 0.05], [0, 1, 0]))
+    cands = [Candidate(Memory(id="a", user_id="u", content="a"), cos=0.95, vector=a),
+             Candidate(Memory(id="b", user_id="u", content="b"), cos=0.93, vector=b),
+             Candidate(Memory(id="c", user_id="u", content="c"), cos=0.92, vector=c)]
+    hybrid = replace(RECIPES["hybrid"], cos_floor=0.7)
+    plain = replace(hybrid, w_duplication=0.0)
+    ids = [h.memory.id for h in rank(cands, query_tokens=set(), query_text="q", now=NOW, recipe=plain, limit=3)]
+    assert ids == ["a", "b", "c"]
+    ids = [h.memory.id for h in rank(cands, query_tokens=set(), query_text="q", now=NOW, recipe=hybrid, limit=3)]
+    assert ids == ["a", "c", "b"]

@@ -71,6 +71,7 @@ HNSW_MAX_DIMS = 2000          # pgvector indexes `vector` up to 2,000 dims; `hal
 NOTIFY_CHANNEL = "gieok_pending"
 BM25_K1, BM25_B = 1.2, 0.75     # FTS5's defaults
 FTS_STATS_TTL_S = 300.0
+LARGE_USER_TTL_S = 60.0
 _MIGRATION_LOCK = 0x67696F6B01  # advisory lock keys ("giok" + n): one migrator, one index builder at a time
 _INDEX_LOCK = 0x67696F6B02
 
@@ -195,6 +196,7 @@ class PostgresStore:
         self._listen_lock = asyncio.Lock()
         self._indexed: set[tuple[str, int]] = set()
         self._fts: _FtsStats | None = None
+        self._large_users: dict[tuple[str, str], float] = {}
 
     # --- connection ------------------------------------------------------------------------------------
     async def open(self) -> None:
@@ -213,8 +215,11 @@ class PostgresStore:
 
         async def configure(c: AsyncConnection[Any]) -> None:
             await register_vector_async(c)
-            # Timestamps come back in UTC whatever the server's default zone is.
-            await c.execute("SET TIME ZONE 'UTC'")
+            # Timestamps come back in UTC whatever the server's default zone is. The HNSW settings hold
+            # for the whole session (no per-query transaction and SET LOCAL round trips); iterative scans
+            # keep a filtered HNSW search going until it has `limit` rows (pgvector ≥ 0.8).
+            await c.execute(f"SET TIME ZONE 'UTC'; SET hnsw.ef_search = {HNSW_EF_SEARCH}; "
+                            "SET hnsw.iterative_scan = relaxed_order")
 
         pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
             self._conninfo, min_size=self._min_size, max_size=self._max_size, open=False,
@@ -448,16 +453,20 @@ class PostgresStore:
         # ts_rank_cd with unit weights and no normalisation counts a phrase's occurrences (tf), the
         # document length is the prepared text's, idf comes from the planner's statistics (`_fts_stats`).
         tsq = " || ".join(["phraseto_tsquery('simple', %s)"] * len(phrases))
+        # Per term: tf_i = occurrences of its phrase; BM25 = Σ idf_i·tf_i·(k1+1) / (tf_i + k1·norm). Written
+        # out as plain expressions (a per-row subquery over the terms cost ~15 µs a row).
+        tfs = ", ".join(f"ts_rank_cd('{{1,1,1,1}}', c.tsv, phraseto_tsquery('simple', %s), 0) AS tf{i}"
+                        for i in range(len(phrases)))
+        score = " + ".join(f"%s::float8 * t.tf{i} * {BM25_K1 + 1} / (t.tf{i} + {BM25_K1} * t.norm)"
+                           for i in range(len(phrases)))
         q = (f"WITH c AS MATERIALIZED (SELECT m.id, m.search_tsv AS tsv, octet_length(m.search_text) AS dl "
              f"FROM memory m WHERE m.search_tsv @@ ({tsq}) AND {where}), "
-             f"s AS (SELECT c.id, (SELECT sum(w.idf * t.tf * {BM25_K1 + 1} / (t.tf + {BM25_K1} * "
-             f"(1 - {BM25_B} + {BM25_B} * COALESCE(c.dl / NULLIF(%s::float8, 0), 1)))) "
-             f"FROM unnest(%s::text[], %s::float8[]) AS w(phrase, idf) CROSS JOIN LATERAL "
-             f"(SELECT ts_rank_cd('{{1,1,1,1}}', c.tsv, phraseto_tsquery('simple', w.phrase), 0) AS tf) t) AS score "
-             f"FROM c ORDER BY score DESC LIMIT %s) "
+             f"t AS (SELECT c.id, {tfs}, 1 - {BM25_B} + {BM25_B} * COALESCE(c.dl / NULLIF(%s::float8, 0), 1) "
+             f"AS norm FROM c), "
+             f"s AS (SELECT t.id, {score} AS score FROM t ORDER BY score DESC LIMIT %s) "
              f"SELECT {_SELECT}, s.score FROM s JOIN memory m ON m.id = s.id ORDER BY s.score DESC, m.created_at DESC")
         async with self._conn() as con:
-            rows = await (await con.execute(q, [*phrases, *params, stats.avg_len, phrases, idf, limit])).fetchall()
+            rows = await (await con.execute(q, [*phrases, *params, *phrases, stats.avg_len, *idf, limit])).fetchall()
         return [(_row_to_memory(r[:-1]), float(r[-1])) for r in rows]
 
     async def _fts_stats(self) -> _FtsStats:
@@ -470,15 +479,20 @@ class PostgresStore:
         async with self._conn() as con:
             row = await (await con.execute(
                 "SELECT c.reltuples, "
-                "(SELECT avg_width FROM pg_stats s WHERE s.schemaname = n.nspname AND s.tablename = 'memory' "
-                " AND s.attname = 'search_text'), "
                 "(SELECT most_common_elems::text::text[] FROM pg_stats s WHERE s.schemaname = n.nspname "
                 " AND s.tablename = 'memory' AND s.attname = 'search_tsv'), "
                 "(SELECT most_common_elem_freqs FROM pg_stats s WHERE s.schemaname = n.nspname "
                 " AND s.tablename = 'memory' AND s.attname = 'search_tsv') "
                 "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE c.oid = 'memory'::regclass")).fetchone()
-        n_rows, avg_width, elems, freqs = row if row else (0, None, None, None)
+            n_rows, elems, freqs = row if row else (0, None, None)
+            # Mean document length from a sample of ~20,000 rows. octet_length reads the raw size from the
+            # TOAST header without fetching the text; pg_stats.avg_width would give the stored (toasted,
+            # pointer-sized) width instead.
+            pct = 100.0 if (n_rows or 0) <= 20_000 else max(0.1, 100.0 * 20_000 / float(n_rows))
+            sample = await (await con.execute(
+                f"SELECT avg(octet_length(search_text)) FROM memory TABLESAMPLE SYSTEM ({pct:.4f})")).fetchone()
+            avg_width = sample[0] if sample and sample[0] is not None else 0
         self._fts = _FtsStats.build(now, float(n_rows or 0), float(avg_width or 0), elems or [], freqs or [])
         return self._fts
 
@@ -507,12 +521,21 @@ class PostgresStore:
         qvec = np.asarray(query, dtype=np.float32)
         table_rows = (await self._fts_stats()).rows
         exact_max = int(min(EXACT_SCAN_MAX, max(EXACT_SCAN_MIN, math.sqrt(EXACT_SCAN_K * table_rows))))
+        key = (f.user_id, model)
         async with self._conn() as con:
-            # Counting stops at the threshold: an index-only scan of at most exact_max entries.
-            row = await (await con.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM memory WHERE user_id = %s AND embedding_model = %s "
-                "AND embedding IS NOT NULL LIMIT %s) t", (f.user_id, model, exact_max + 1))).fetchone()
-            n = int(row[0]) if row else 0
+            large_until = self._large_users.get(key, 0.0)
+            if large_until > time.monotonic():
+                n = exact_max + 1
+            else:
+                # Counting stops at the threshold: an index-only scan of at most exact_max entries.
+                row = await (await con.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM memory WHERE user_id = %s AND embedding_model = %s "
+                    "AND embedding IS NOT NULL LIMIT %s) t", (f.user_id, model, exact_max + 1))).fetchone()
+                n = int(row[0]) if row else 0
+                if n > exact_max:
+                    # Large users stay large: skip the count for a while. (Small counts are not cached: a
+                    # stale zero would hide new vectors.)
+                    self._large_users[key] = time.monotonic() + LARGE_USER_TTL_S
             if n == 0:
                 return []
             if n > exact_max:
@@ -532,10 +555,14 @@ class PostgresStore:
         inner = (f"SELECT m.id, m.embedding::{typ} <=> %s::{typ} AS dist FROM memory m "
                  f"WHERE {where} AND {{model}} ORDER BY dist LIMIT %s")
         q = sql.SQL(self._knn_sql(inner, typ)).format(model=model_cond)
-        async with con.transaction():
-            await con.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, limit)}")
-            await con.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        if limit <= HNSW_EF_SEARCH:
             rows = await (await con.execute(q, [qvec, *params, limit], prepare=False)).fetchall()
+        else:
+            # A long candidate list needs a larger ef_search. prepare=False here and above: a plan prepared
+            # under other settings would not see a SET LOCAL.
+            async with con.transaction():
+                await con.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
+                rows = await (await con.execute(q, [qvec, *params, limit], prepare=False)).fetchall()
         return [(_row_to_memory(r[:-1]), float(r[-1])) for r in rows]
 
     async def _exact_search(self, con: AsyncConnection[Any], where: str, params: list[Any], model_cond: sql.Composed,

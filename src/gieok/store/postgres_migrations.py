@@ -90,10 +90,13 @@ async def m001_initial(db: AsyncConnection[Any]) -> None:
             updated_at timestamptz NOT NULL,
             meta jsonb NOT NULL DEFAULT '{{}}'
         )""")
-    # pgvector's types default to EXTERNAL storage: once a row passes ~2 kB (a 384-d vector is 1.5 kB) the
-    # vector is the first thing moved out of line, and every exact distance then costs a TOAST fetch
-    # (measured 10× slower per row). MAIN keeps it in the row; the text columns are toasted first.
+    # Keep what every search reads in the row. pgvector's types default to EXTERNAL storage: once a row
+    # passes ~2 kB (a 384-d vector is 1.5 kB) the vector is the first thing moved out of line, and every
+    # exact distance then costs a TOAST fetch (measured 10× slower per row); the tsvector likewise, read
+    # by every keyword match for ranking. MAIN keeps them in the row (compressed if need be); content and
+    # search_text, read only for the rows returned, are toasted first.
     await db.execute("ALTER TABLE memory ALTER COLUMN embedding SET STORAGE MAIN")
+    await db.execute("ALTER TABLE memory ALTER COLUMN search_tsv SET STORAGE MAIN")
     # Re-importing a history must not store it twice.
     await db.execute("CREATE UNIQUE INDEX memory_dedup ON memory (user_id, session_id, content_hash, created_at)")
     for _, ddl in MEMORY_INDEXES:
