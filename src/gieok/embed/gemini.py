@@ -46,7 +46,7 @@ class GeminiEmbedder:
         self.url = f"{base}/v1beta/models/{self.model}:batchEmbedContents"
         # The key goes in a header, not in `?key=`: URLs end up in logs and in our own error messages.
         self._http = JsonPoster(f"Gemini embeddings ({self.model} at {base})", timeout,
-                                {"x-goog-api-key": api_key})
+                                {"x-goog-api-key": api_key}, "EMBEDDING")
 
     async def discover_dim(self) -> int:
         if not self.dim:

@@ -57,7 +57,7 @@ class OpenAICompatEmbedder:
         self.name = f"openai/{model}" + (f"@{dimensions}" if dimensions else "")
         self.dim: int = dimensions or _KNOWN_DIMS.get(model, 0)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = JsonPoster(f"embedding provider {self.url} (model {model})", timeout, headers)
+        self._http = JsonPoster(f"embedding provider {self.url} (model {model})", timeout, headers, "EMBEDDING")
 
     async def discover_dim(self) -> int:
         if not self.dim:

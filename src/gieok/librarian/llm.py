@@ -21,12 +21,10 @@ import json
 import re
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-import anyio
-import anyio.lowlevel
-import httpx2
 from pydantic import BaseModel, ValidationError
 
-from gieok.errors import ConfigError, PermanentProviderError, TransientProviderError
+from gieok.errors import ConfigError, PermanentProviderError
+from gieok.http_json import JsonPoster
 from gieok.settings import Settings
 
 __all__ = [
@@ -47,7 +45,6 @@ DEFAULT_URLS: dict[str, str] = {
     "anthropic": "https://api.anthropic.com",
 }
 _SNIPPET = 300
-_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 
 
 @runtime_checkable
@@ -104,77 +101,6 @@ def parse_answer(label: str, text: str, schema: type[M]) -> M:
             f"{label} answer did not match {schema.__name__}: {errors}; answer was {text[:_SNIPPET]!r}") from exc
 
 
-class _Poster:
-    """POSTs JSON and returns the decoded body, raising only gieok provider errors.
-
-    httpx clients hold connections bound to the event loop that opened them, and the CLI may run several loops
-    in one process; so the client is kept per loop and replaced when the loop changes.
-    """
-
-    def __init__(self, label: str, timeout: float, headers: dict[str, str]) -> None:
-        self.label = label
-        self.timeout = timeout
-        self._headers = headers
-        self._client: httpx2.AsyncClient | None = None
-        self._loop: object = None
-
-    def _client_here(self) -> httpx2.AsyncClient:
-        loop = anyio.lowlevel.current_token()
-        if self._client is None or self._loop != loop:
-            self._client = httpx2.AsyncClient(timeout=self.timeout, headers=self._headers, trust_env=True)
-            self._loop = loop
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-    async def post(self, url: str, payload: dict[str, Any]) -> Any:
-        too_slow = f"{self.label} did not answer within {self.timeout:g}s (GIEOK_PROVIDER_TIMEOUT_S)"
-        try:
-            # httpx's timeout bounds each phase; a server trickling bytes could still hold us for minutes.
-            # The outer deadline bounds the whole request.
-            with anyio.fail_after(self.timeout):
-                resp = await self._client_here().post(url, json=payload)
-        except TimeoutError as exc:
-            raise TransientProviderError(too_slow) from exc
-        except httpx2.TimeoutException as exc:
-            raise TransientProviderError(too_slow) from exc
-        except (httpx2.UnsupportedProtocol, httpx2.InvalidURL) as exc:
-            raise PermanentProviderError(f"{self.label}: {url!r} is not a usable URL; check GIEOK_LLM_URL") from exc
-        except httpx2.TransportError as exc:
-            raise TransientProviderError(f"{self.label} is unreachable: {exc!r}") from exc
-        except httpx2.HTTPError as exc:  # decoding errors, redirect loops: the answer itself is unusable
-            raise PermanentProviderError(f"{self.label} sent an unusable answer: {exc!r}") from exc
-        return self._decode(resp)
-
-    def _decode(self, resp: httpx2.Response) -> Any:
-        status = resp.status_code
-        if 300 <= status < 400:
-            raise PermanentProviderError(
-                f"{self.label} redirected to {resp.headers.get('location', '?')}; check GIEOK_LLM_URL")
-        if status >= 400:
-            body = resp.text[:_SNIPPET]
-            msg = f"{self.label} answered HTTP {status}: {body}"
-            if status >= 500 or status in _TRANSIENT_STATUS:
-                retry = resp.headers.get("retry-after")
-                raise TransientProviderError(msg + (f" (retry after {retry}s)" if retry else ""))
-            if status in (401, 403):
-                hint = "check GIEOK_LLM_API_KEY"
-            elif status == 404:
-                hint = "check GIEOK_LLM_URL and GIEOK_LLM_MODEL"
-            else:
-                hint = "check GIEOK_LLM_MODEL (and that GIEOK_LLM_URL serves this API)"
-            raise PermanentProviderError(f"{msg} — {hint}")
-        try:
-            return json.loads(resp.content)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            raise PermanentProviderError(
-                f"{self.label} answer did not match its API: HTTP {status} body is not JSON: "
-                f"{resp.text[:_SNIPPET]!r}; check GIEOK_LLM_URL") from exc
-
-
 def _dig(label: str, data: Any, *path: str | int) -> Any:
     """data[path...], or a PermanentProviderError saying the envelope was not what the API documents."""
     cur = data
@@ -218,7 +144,7 @@ class OpenAIChatLLM:
         self.response_format = response_format
         self.url = _api_base(base_url, ("/v1",)) + "/v1/chat/completions"
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._poster = _Poster(f"LLM {self.name} at {self.url}", timeout_s, headers)
+        self._poster = JsonPoster(f"LLM {self.name} at {self.url}", timeout_s, headers, "LLM")
 
     async def complete_json(self, system: str, user: str, schema: type[M]) -> M:
         payload: dict[str, Any] = {
@@ -248,7 +174,7 @@ class OpenAIChatLLM:
         return parse_answer(self.name, text, schema)
 
     async def aclose(self) -> None:
-        await self._poster.aclose()
+        return None  # one client per request (gieok.http_json): nothing held open
 
 
 class GeminiLLM:
@@ -261,7 +187,7 @@ class GeminiLLM:
         self.name = f"gemini/{model}"
         self.url = f"{_api_base(base_url, ('/v1beta', '/v1'))}/v1beta/models/{model}:generateContent"
         # The key goes in a header, not the query string, so it never lands in an access log or an error text.
-        self._poster = _Poster(f"LLM {self.name} at {self.url}", timeout_s, {"x-goog-api-key": api_key})
+        self._poster = JsonPoster(f"LLM {self.name} at {self.url}", timeout_s, {"x-goog-api-key": api_key}, "LLM")
 
     async def complete_json(self, system: str, user: str, schema: type[M]) -> M:
         payload = {
@@ -280,7 +206,7 @@ class GeminiLLM:
         return parse_answer(self.name, text, schema)
 
     async def aclose(self) -> None:
-        await self._poster.aclose()
+        return None  # one client per request (gieok.http_json): nothing held open
 
 
 class AnthropicLLM:
@@ -301,7 +227,7 @@ class AnthropicLLM:
         self.max_tokens = max_tokens
         self.url = _api_base(base_url, ("/v1",)) + "/v1/messages"
         headers = {"x-api-key": api_key, "anthropic-version": self.API_VERSION}
-        self._poster = _Poster(f"LLM {self.name} at {self.url}", timeout_s, headers)
+        self._poster = JsonPoster(f"LLM {self.name} at {self.url}", timeout_s, headers, "LLM")
 
     async def complete_json(self, system: str, user: str, schema: type[M]) -> M:
         payload = {
@@ -321,7 +247,7 @@ class AnthropicLLM:
         return parse_answer(self.name, text, schema)
 
     async def aclose(self) -> None:
-        await self._poster.aclose()
+        return None  # one client per request (gieok.http_json): nothing held open
 
 
 def make_llm(settings: Settings) -> LLM | None:
