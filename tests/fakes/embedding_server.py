@@ -18,10 +18,12 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+
+from tests.fakes.background_http import BackgroundHTTPServer
 
 Mode = Literal["ok", "down", "slow", "garbage", "wrong_dims", "wrong_count", "unauthorized", "rate_limited"]
 MODES: tuple[Mode, ...] = ("ok", "down", "slow", "garbage", "wrong_dims", "wrong_count", "unauthorized",
@@ -53,7 +55,7 @@ class Seen:
 
 
 @dataclass
-class FakeEmbeddingServer:
+class FakeEmbeddingServer(BackgroundHTTPServer):
     """Start with `with FakeEmbeddingServer() as s:` (or `start()` / `stop()`).
 
     `dim` is the size returned when the request does not ask for one (`dimensions` / `outputDimensionality`).
@@ -70,44 +72,9 @@ class FakeEmbeddingServer:
     requests: list[Seen] = field(default_factory=list)
     _overrides: list[Mode] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _stopping: threading.Event = field(default_factory=threading.Event)
-    _httpd: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
-
-    # -- lifecycle ---------------------------------------------------------
-    def start(self) -> FakeEmbeddingServer:
-        self._stopping.clear()
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        # A short poll interval: shutdown() waits up to one interval, and every test stops a server.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
-                                        name="fake-embeddings", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes handlers stalled in "slow" so shutdown does not wait for them
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeEmbeddingServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    thread_name: ClassVar[str] = "fake-embeddings"
 
     # -- what tests use ----------------------------------------------------
-    @property
-    def url(self) -> str:
-        """Base URL, e.g. http://127.0.0.1:43121 (the Gemini base; OpenAI clients may add /v1 themselves)."""
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     @property
     def openai_url(self) -> str:
@@ -230,3 +197,6 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(400, bad)
         vecs = self._vectors(texts, dims.pop(), mode)
         return self._json(200, {"embeddings": [{"values": v} for v in vecs]})
+
+
+FakeEmbeddingServer.handler_base = _Handler

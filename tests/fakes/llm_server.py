@@ -20,8 +20,10 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar, Literal
+
+from tests.fakes.background_http import BackgroundHTTPServer
 
 Mode = Literal["ok", "down", "slow", "garbage", "garbage_body", "unauthorized", "rate_limited", "bad_request"]
 MODES: tuple[Mode, ...] = ("ok", "down", "slow", "garbage", "garbage_body", "unauthorized", "rate_limited",
@@ -61,7 +63,7 @@ class Seen:
 
 
 @dataclass
-class FakeLLMServer:
+class FakeLLMServer(BackgroundHTTPServer):
     """Start with `with FakeLLMServer() as s:` (or `start()` / `stop()`).
 
     `script(...)` queues answer texts (a dict/list is sent as its JSON text, a str as is); with nothing queued
@@ -78,44 +80,9 @@ class FakeLLMServer:
     _answers: list[Any] = field(default_factory=list)
     _overrides: list[Mode] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _stopping: threading.Event = field(default_factory=threading.Event)
-    _httpd: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
-
-    # -- lifecycle ---------------------------------------------------------
-    def start(self) -> FakeLLMServer:
-        self._stopping.clear()
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        # A short poll interval: shutdown() waits up to one interval, and every test stops a server.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
-                                        name="fake-llm", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes handlers stalled in "slow" so shutdown does not wait for them
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeLLMServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    thread_name: ClassVar[str] = "fake-llm"
 
     # -- what tests use ----------------------------------------------------
-    @property
-    def url(self) -> str:
-        """Base URL, e.g. http://127.0.0.1:43121 (clients add /v1/…, /v1beta/… themselves)."""
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     def script(self, *answers: Any) -> None:
         """Queue the texts of the next answers, in order."""
@@ -234,3 +201,6 @@ class _Handler(BaseHTTPRequestHandler):
             "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"),
             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
         })
+
+
+FakeLLMServer.handler_base = _Handler
