@@ -281,6 +281,7 @@ class Librarian:
     async def run_forever(self) -> None:
         """Wake every interval, or as soon as enough rows are pending; stop cleanly on `stop()`."""
         log.info("librarian %s started", self.worker_id)
+        await self._queue_reembed()
         while not self._stopping:
             try:
                 await self.run_once()
@@ -292,6 +293,20 @@ class Librarian:
                 break
             await self._sleep(self.s.librarian_interval_s)
         log.info("librarian %s stopped", self.worker_id)
+
+    async def _queue_reembed(self) -> None:
+        """A changed GIEOK_EMBEDDER means a background re-embed: rows embedded by another model go back to the
+        queue. Their old vectors keep serving searches under the old model until each is replaced, and rows
+        waiting meanwhile are still found by full text."""
+        if self.svc.embedder is None:
+            return
+        try:
+            n = await self.svc.store.mark_for_reembed(self.svc.embedder.name)
+        except Exception:  # never keep the librarian from starting over this
+            log.exception("could not queue re-embedding")
+            return
+        if n:
+            log.info("re-embedding %d rows with %s", n, self.svc.embedder.name)
 
     async def stop(self) -> None:
         self._stopping = True

@@ -686,7 +686,8 @@ class PostgresStore:
     async def mark_for_reembed(self, model: str) -> int:
         async with self._conn() as con:
             cur = await con.execute("UPDATE memory SET embed_status = 'pending', cold_attempts = 0 "
-                                    "WHERE embedding_model <> %s AND deleted_at IS NULL", (model,))
+                                    "WHERE embedding_model <> '' AND embedding_model <> %s AND embed_status <> 'pending' "
+                              "AND deleted_at IS NULL", (model,))
             n = cur.rowcount
             if n:
                 await con.execute(f"NOTIFY {NOTIFY_CHANNEL}")

@@ -562,7 +562,8 @@ class SQLiteStore:
     async def mark_for_reembed(self, model: str) -> int:
         with self._write() as db:
             return db.execute("UPDATE memory SET embed_status = 'pending', cold_attempts = 0 "
-                              "WHERE embedding_model <> ? AND deleted_at IS NULL", (model,)).rowcount
+                              "WHERE embedding_model <> '' AND embedding_model <> ? AND embed_status <> 'pending' "
+                              "AND deleted_at IS NULL", (model,)).rowcount
 
     # --- librarian jobs ---------------------------------------------------------------------------------
     async def list_user_ids(self) -> list[str]:
