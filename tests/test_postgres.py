@@ -91,7 +91,7 @@ async def test_selective_filter_returns_full_results(pg: PostgresStore, pg_url: 
     sql(pg_url, "ANALYZE memory")
     q = x[1]
 
-    def exact(pred: np.ndarray, k: int = 10) -> list[str]:
+    def exact_top(pred: np.ndarray, k: int = 10) -> list[str]:
         idx = np.flatnonzero(pred)
         return [ids[j] for j in idx[np.argsort(-(x[idx] @ q))][:k]]
 
@@ -112,24 +112,34 @@ async def test_selective_filter_returns_full_results(pg: PostgresStore, pg_url: 
             f"'{q.tolist()}'::vector({dim}) LIMIT 10").fetchall()
     assert vector_index_name("m", dim) in plan and len(lost) < 10
 
+    exact_calls: list[int] = []
+    exact = pg._exact_search
+
+    async def counting_exact(*a: object, **kw: object) -> object:
+        exact_calls.append(1)
+        return await exact(*a, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(pg, "_exact_search", counting_exact)
     got = await pg.vector_search(SearchFilters(user_id="big", agent_platform="rare"), "m", q, 10)
     assert len(got) == 10 and all(m.agent_platform == "rare" and m.user_id == "big" for m, _ in got)
+    assert exact_calls == []                       # the iterative HNSW scan alone found them all
     assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
-    assert len({m.id for m, _ in got} & set(exact(rare))) >= 8          # HNSW is approximate, never short
+    assert len({m.id for m, _ in got} & set(exact_top(rare))) >= 8          # HNSW is approximate, never short
 
     small = await pg.vector_search(SearchFilters(user_id="small"), "m", q, 10)
-    assert [m.id for m, _ in small] == exact(users == "small")         # small users: exact, in order
+    assert [m.id for m, _ in small] == exact_top(users == "small")         # small users: exact, in order
     assert small[0][1] == pytest.approx(float(x[ids.index(small[0][0].id)] @ q), abs=1e-5)
 
     big = await pg.vector_search(SearchFilters(user_id="big"), "m", q, 50)
-    assert len(big) == 50 and len({m.id for m, _ in big} & set(exact(users == "big", 50))) >= 45
+    assert len(big) == 50 and len({m.id for m, _ in big} & set(exact_top(users == "big", 50))) >= 45
 
-    # A filter so narrow that even the iterative scan gives up falls back to the exact scan.
+    # A filter so narrow that the HNSW scan comes back short falls back to the exact scan.
     few = [ids[j] for j in np.flatnonzero(users == "big")[:3]]
     for mid in few:
         await pg.update_memory(mid, {"project": "needle"})
+    exact_calls.clear()
     assert {m.id for m, _ in await pg.vector_search(SearchFilters(user_id="big", project="needle"), "m", q, 10)} \
         == set(few)
+    assert exact_calls == [1]
 
 
 async def test_one_index_per_model_and_halfvec_above_2000_dims(pg: PostgresStore, pg_url: str) -> None:
@@ -253,3 +263,12 @@ async def test_unreachable_server_says_what_to_fix(tmp_path: object) -> None:
     s = PostgresStore(f"postgresql://nobody@/gieok?host={tmp_path}&connect_timeout=2")
     with pytest.raises(StoreError, match="GIEOK_DATABASE_URL"):
         await s.open()
+
+
+async def test_pooled_sessions_keep_search_settings(pg: PostgresStore) -> None:
+    # Every pooled connection: iterative HNSW scans (full filtered results) and custom plans (a generic
+    # plan of a prepared search cannot see the tsquery or the user and may scan a whole user instead).
+    async with pg._conn() as con:
+        got = [(await (await con.execute(f"SHOW {name}")).fetchone() or ("",))[0]
+               for name in ("hnsw.iterative_scan", "hnsw.ef_search", "plan_cache_mode", "TimeZone")]
+    assert got == ["relaxed_order", str(pgmod.HNSW_EF_SEARCH), "force_custom_plan", "UTC"]

@@ -77,6 +77,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         raise typer.Exit(0 if ok else 1)
 
+    if any(c.name == "scale" for c in bench_app.registered_commands):
+        return  # `bench` is shared by every app this is registered on: once is enough
+
     @bench_app.command("scale")
     def bench_scale(
         sizes: Annotated[str, typer.Option(help="Store sizes, comma-separated.")] = "100000,1000000",

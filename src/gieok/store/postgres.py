@@ -22,13 +22,13 @@ Why it looks like this:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -67,6 +67,7 @@ EXACT_SCAN_K = 325.0
 EXACT_SCAN_MIN = 2_000
 EXACT_SCAN_MAX = 50_000
 HNSW_EF_SEARCH = 100
+PGVECTOR_MIN = (0, 8)
 HNSW_MAX_DIMS = 2000          # pgvector indexes `vector` up to 2,000 dims; `halfvec` up to 4,000
 NOTIFY_CHANNEL = "gieok_pending"
 BM25_K1, BM25_B = 1.2, 0.75     # FTS5's defaults
@@ -76,7 +77,7 @@ _MIGRATION_LOCK = 0x67696F6B01  # advisory lock keys ("giok" + n): one migrator,
 _INDEX_LOCK = 0x67696F6B02
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class _FtsStats:
     at: float
     rows: float
@@ -197,6 +198,7 @@ class PostgresStore:
         self._indexed: set[tuple[str, int]] = set()
         self._fts: _FtsStats | None = None
         self._large_users: dict[tuple[str, str], float] = {}
+        self._fts_refresh: asyncio.Task[None] | None = None
 
     # --- connection ------------------------------------------------------------------------------------
     async def open(self) -> None:
@@ -218,8 +220,11 @@ class PostgresStore:
             # Timestamps come back in UTC whatever the server's default zone is. The HNSW settings hold
             # for the whole session (no per-query transaction and SET LOCAL round trips); iterative scans
             # keep a filtered HNSW search going until it has `limit` rows (pgvector ≥ 0.8).
+            # force_custom_plan: psycopg prepares a statement after 5 runs, and PostgreSQL may then switch
+            # to a generic plan that cannot see the tsquery or the user, e.g. scanning all of a large
+            # user's rows instead of the full-text index (measured: keyword search 20 → 70 ms at 1M rows).
             await c.execute(f"SET TIME ZONE 'UTC'; SET hnsw.ef_search = {HNSW_EF_SEARCH}; "
-                            "SET hnsw.iterative_scan = relaxed_order")
+                            "SET hnsw.iterative_scan = relaxed_order; SET plan_cache_mode = force_custom_plan")
 
         pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
             self._conninfo, min_size=self._min_size, max_size=self._max_size, open=False,
@@ -232,6 +237,9 @@ class PostgresStore:
         self._pool = pool
 
     async def close(self) -> None:
+        if self._fts_refresh is not None:
+            self._fts_refresh.cancel()
+            self._fts_refresh = None
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
@@ -251,7 +259,7 @@ class PostgresStore:
             raise StoreError(f"PostgreSQL: {exc}") from exc
 
     async def _ensure_extensions(self, con: AsyncConnection[Any]) -> None:
-        have = {r[0] for r in await (await con.execute("SELECT extname FROM pg_extension")).fetchall()}
+        have = dict(await (await con.execute("SELECT extname, extversion FROM pg_extension")).fetchall())
         for ext in EXTENSIONS:
             if ext in have:
                 continue
@@ -261,6 +269,13 @@ class PostgresStore:
                 raise StoreError(f"PostgreSQL extension {ext!r} is missing and this role cannot create it "
                                  f"({exc}). Ask the database owner to run: CREATE EXTENSION {ext}; "
                                  "(pgvector ≥ 0.8 is needed for `vector`).") from exc
+        row = await (await con.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).fetchone()
+        version = tuple(int(p) for p in str(row[0] if row else "0").split(".")[:2] if p.isdigit())
+        if version < PGVECTOR_MIN:
+            # Before 0.8 a filtered HNSW scan cannot iterate: per-user searches of large users would all
+            # fall back to exact scans.
+            raise StoreError(f"pgvector {row[0] if row else '?'} is too old: gieok needs ≥ 0.8 (iterative index "
+                             "scans). Ask the database owner to run: ALTER EXTENSION vector UPDATE;")
 
     async def _migrate(self, con: AsyncConnection[Any]) -> None:
         # Several replicas may start at once: one migrates, the others wait and then find nothing to do.
@@ -472,10 +487,25 @@ class PostgresStore:
     async def _fts_stats(self) -> _FtsStats:
         """Row count, mean prepared-text length and lexeme frequencies, from the statistics ANALYZE keeps
         (autovacuum refreshes them): reading them costs a catalogue lookup, counting matches would cost a
-        scan per query. Cached for a few minutes; idf needs magnitudes, not exact counts."""
+        scan per query. idf needs magnitudes, not exact counts, so they are cached for a few minutes and
+        refreshed in the background: only the first search of a process waits for them."""
+        if self._fts is None:
+            self._fts = await self._read_fts_stats()
+        elif time.monotonic() - self._fts.at > FTS_STATS_TTL_S and self._fts_refresh is None:
+            self._fts_refresh = asyncio.create_task(self._refresh_fts_stats())
+        return self._fts
+
+    async def _refresh_fts_stats(self) -> None:
+        try:
+            self._fts = await self._read_fts_stats()
+        except StoreError:
+            # Keep the old numbers and try again a TTL later; a search must not fail for them.
+            self._fts = dataclasses.replace(self._fts, at=time.monotonic()) if self._fts else None
+        finally:
+            self._fts_refresh = None
+
+    async def _read_fts_stats(self) -> _FtsStats:
         now = time.monotonic()
-        if self._fts is not None and now - self._fts.at < FTS_STATS_TTL_S:
-            return self._fts
         async with self._conn() as con:
             row = await (await con.execute(
                 "SELECT c.reltuples, "
@@ -486,15 +516,14 @@ class PostgresStore:
                 "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE c.oid = 'memory'::regclass")).fetchone()
             n_rows, elems, freqs = row if row else (0, None, None)
-            # Mean document length from a sample of ~20,000 rows. octet_length reads the raw size from the
+            # Mean document length from a sample of ~5,000 rows. octet_length reads the raw size from the
             # TOAST header without fetching the text; pg_stats.avg_width would give the stored (toasted,
             # pointer-sized) width instead.
-            pct = 100.0 if (n_rows or 0) <= 20_000 else max(0.1, 100.0 * 20_000 / float(n_rows))
+            pct = 100.0 if (n_rows or 0) <= 5_000 else max(0.05, 100.0 * 5_000 / float(n_rows))
             sample = await (await con.execute(
                 f"SELECT avg(octet_length(search_text)) FROM memory TABLESAMPLE SYSTEM ({pct:.4f})")).fetchone()
             avg_width = sample[0] if sample and sample[0] is not None else 0
-        self._fts = _FtsStats.build(now, float(n_rows or 0), float(avg_width or 0), elems or [], freqs or [])
-        return self._fts
+        return _FtsStats.build(now, float(n_rows or 0), float(avg_width or 0), elems or [], freqs or [])
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
         if not needle.strip():
@@ -686,8 +715,8 @@ class PostgresStore:
     async def mark_for_reembed(self, model: str) -> int:
         async with self._conn() as con:
             cur = await con.execute("UPDATE memory SET embed_status = 'pending', cold_attempts = 0 "
-                                    "WHERE embedding_model <> '' AND embedding_model <> %s AND embed_status <> 'pending' "
-                              "AND deleted_at IS NULL", (model,))
+                                    "WHERE embedding_model <> '' AND embedding_model <> %s "
+                                    "AND embed_status <> 'pending' AND deleted_at IS NULL", (model,))
             n = cur.rowcount
             if n:
                 await con.execute(f"NOTIFY {NOTIFY_CHANNEL}")

@@ -363,7 +363,7 @@ class SQLiteStore:
     # store would score most of it. Above this many potential matches the most common terms are left out:
     # they carry little idf weight, and rows matching only them would not reach the top anyway. Small stores
     # never reach the cap, so their ranking is exact.
-    MAX_SCORED_MATCHES = 5000
+    MAX_SCORED_MATCHES = 2000
 
     def _bounded_terms(self, terms: list[list[str]]) -> list[list[str]]:
         tokens = sorted({t for term in terms for t in term})
