@@ -13,7 +13,7 @@ import pytest
 
 from gieok.ingest import MessageIn
 from gieok.models import Memory
-from gieok.retrieval.ranking import RECIPES, Candidate, model_cos_floor, rank
+from gieok.retrieval.ranking import RECIPES, Candidate, model_cos_floor, model_fallback_threshold, rank
 from gieok.runtime import open_service
 from gieok.service import MemoryService
 from gieok.settings import Settings, load_settings
@@ -78,7 +78,9 @@ async def test_english_query_finds_korean_memory(e5svc: MemoryService) -> None:
 
 async def test_weak_best_cosine_falls_back_to_keywords(e5svc: MemoryService) -> None:
     # The measured default: below every dev question's best cosine (p1 0.822), above most unrelated ones.
-    assert Settings.model_fields["search_fallback_threshold"].default == pytest.approx(0.81)
+    assert Settings.model_fields["search_fallback_threshold"].default is None   # per model unless set
+    assert e5svc.fallback_threshold() == pytest.approx(0.81)
+    assert model_fallback_threshold("openai/text-embedding-3-large") == pytest.approx(0.3)
     f = e5svc.filters("alice")
     # Nothing stored is about this (best cosine ≈ 0.78): no semantic noise, and no literal match either.
     out = await e5svc.search(f, "zebrafish quantum chromodynamics", now=NOW)
@@ -90,7 +92,7 @@ async def test_weak_best_cosine_falls_back_to_keywords(e5svc: MemoryService) -> 
     assert [h.memory.content for h in out.hits] == [TEXTS[0]]
     assert all(h.parts["cosine"] == 0 or "keyword match" in h.recall_reason for h in out.hits)
     # A real question about stored memory does not fall back at the default.
-    e5svc.settings.search_fallback_threshold = 0.81
+    e5svc.settings.search_fallback_threshold = None
     assert (await e5svc.search(f, "what is our cat called?", now=NOW)).mode == "hybrid"
 
 

@@ -14,7 +14,7 @@ from gieok.embed.base import Embedder
 from gieok.errors import InvalidInput, NotFound
 from gieok.ingest import MessageIn, content_hash, norm_label, prepare
 from gieok.models import FEEDBACK_EVENTS, KINDS, RELATIONS, ROLES, Hit, Identity, Memory, SearchFilters
-from gieok.retrieval.ranking import Recipe, get_recipe
+from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold
 from gieok.retrieval.search import SearchOutcome, search
 from gieok.settings import Settings
 from gieok.store.base import Store, UserProfile
@@ -134,10 +134,15 @@ class MemoryService:
         rec = recipe if isinstance(recipe, Recipe) else get_recipe(recipe or self.settings.search_recipe)
         now = now or utcnow()
         outcome = await search(self.store, self.embedder, f, query or "", limit=limit, recipe=rec, now=now,
-                               fallback_threshold=self.settings.search_fallback_threshold)
+                               fallback_threshold=self.fallback_threshold())
         if count_view and outcome.hits:
             await self.store.touch([h.memory.id for h in outcome.hits], now)
         return outcome
+
+    def fallback_threshold(self) -> float:
+        if self.settings.search_fallback_threshold is not None:
+            return self.settings.search_fallback_threshold
+        return model_fallback_threshold(self.embedder.name) if self.embedder is not None else 0.0
 
     async def get(self, memory_id: str, user_id: str) -> Memory:
         m = await self.store.get_memory(memory_id)

