@@ -335,7 +335,7 @@ class SQLiteStore:
         fetch_where = where.replace("m.user_id = ?", "+m.user_id = ?", 1)
 
         def run() -> list[tuple[Memory, float]]:
-            want = max(limit * 4, 100)
+            want = max(limit * 2, 50)  # widened below when filters reject rows
             while True:
                 with self._lock:
                     ranked = self.db.execute(top_sql, (match, want)).fetchall()
@@ -443,7 +443,7 @@ class SQLiteStore:
             scores = cache.mat @ query.astype(np.float32)
             # Filters are applied in SQL to an over-sampled top list; widen until enough rows pass or
             # every vector has been considered.
-            want = limit * 4
+            want = limit * 2  # widened below when filters reject rows
             while True:
                 k = min(want, n)
                 top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
