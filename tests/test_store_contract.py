@@ -221,3 +221,13 @@ async def test_iter_and_list_order(store: Store) -> None:
     await store.touch([ids[0]], T0)
     m = await store.get_memory(ids[0])
     assert m is not None and m.view_count == 1
+
+
+async def test_update_refuses_identity_columns(store: Store) -> None:
+    from gieok.errors import StoreError
+    mid = await put(store, "immutable identity")
+    with pytest.raises(StoreError, match="cannot update"):
+        await store.update_memory(mid, {"user_id": "mallory"})
+    m = await store.get_memory(mid)
+    assert m is not None and m.user_id == "alice"
+    assert not await store.update_memory("01a22c2d-0000-7000-8000-000000000000", {"title": "x"})

@@ -27,6 +27,20 @@ UPDATABLE = frozenset({
 })
 
 
+def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
+    """The changes of an `update_memory`, refused when they touch a column callers may not change, with
+    `updated_at` stamped unless given. Shared by the backends so both refuse the same things."""
+    bad = set(changes) - UPDATABLE
+    if bad:
+        from gieok.errors import StoreError
+        raise StoreError(f"cannot update columns {sorted(bad)}")
+    out = dict(changes)
+    if "updated_at" not in out:
+        from gieok.timeparse import utcnow
+        out["updated_at"] = utcnow()
+    return out
+
+
 @dataclass(slots=True)
 class ProjectTag:
     name: str

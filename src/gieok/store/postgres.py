@@ -42,7 +42,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from gieok.errors import ConfigError, StoreError
 from gieok.models import Memory, SearchFilters
-from gieok.store.base import UPDATABLE, ColdResult, FeedbackRow, Link, ProjectTag, UserProfile, Vector
+from gieok.store.base import ColdResult, FeedbackRow, Link, ProjectTag, UserProfile, Vector, checked_changes
 from gieok.store.postgres_migrations import EXTENSIONS, MIGRATIONS, PENDING_PREDICATE
 from gieok.store.sqlfilters import where_clause
 from gieok.timeparse import iso, utcnow
@@ -393,11 +393,7 @@ class PostgresStore:
         return [by_id[i] for i in ids if i in by_id]
 
     async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:
-        bad = set(changes) - UPDATABLE
-        if bad:
-            raise StoreError(f"cannot update columns {sorted(bad)}")
-        changes = dict(changes)
-        changes.setdefault("updated_at", utcnow())
+        changes = checked_changes(changes)
         cols = list(changes)
         values = [_db_value(c, changes[c]) for c in cols]
         if search_text is not None:

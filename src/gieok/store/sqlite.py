@@ -31,13 +31,13 @@ import numpy as np
 from gieok.errors import ConfigError, StoreError
 from gieok.models import Memory, SearchFilters
 from gieok.store.base import (
-    UPDATABLE,
     ColdResult,
     FeedbackRow,
     Link,
     ProjectTag,
     UserProfile,
     Vector,
+    checked_changes,
 )
 from gieok.store.sqlfilters import where_clause
 from gieok.store.sqlite_migrations import MIGRATIONS
@@ -258,11 +258,7 @@ class SQLiteStore:
         return [by_id[i] for i in ids if i in by_id]
 
     async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:
-        bad = set(changes) - UPDATABLE
-        if bad:
-            raise StoreError(f"cannot update columns {sorted(bad)}")
-        changes = dict(changes)
-        changes.setdefault("updated_at", utcnow())
+        changes = checked_changes(changes)
         cols = list(changes)
         values = [_db_value(c, changes[c]) for c in cols]
         if search_text is not None:
