@@ -55,3 +55,20 @@ async def test_vector_cache_sees_new_and_replaced_vectors(tmp_path: Path) -> Non
     assert (await store.vector_search(f, "m", e[2], 1))[0][0].id == a.id     # replaced, not duplicated
     assert len(await store.vector_search(f, "m", e[3], 5)) == 2
     await store.close()
+
+
+async def test_selective_filter_over_many_vectors_returns_full_results(tmp_path: Path) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path / 's.db'}")
+    await store.open()
+    n = 12_000
+    rows = [prepare(MessageIn(content=f"row {i}", user_id="u", agent_platform="rare" if i % 1000 == 0 else "common"),
+                    max_bytes=64) for i in range(n)]
+    await store.insert_many(rows)
+    vecs = np.random.default_rng(3).normal(size=(n, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    await store.complete_cold([ColdResult(m.id, embedding=vecs[i], embedding_model="m")
+                               for i, (m, _) in enumerate(rows)], utcnow())
+    got = await store.vector_search(SearchFilters(user_id="u", agent_platform="rare"), "m", vecs[5], 20)
+    want = sorted(range(0, n, 1000), key=lambda i: -float(vecs[i] @ vecs[5]))
+    assert [m.id for m, _ in got] == [rows[i][0].id for i in want]        # all 12, exactly ranked
+    await store.close()
