@@ -163,3 +163,16 @@ def test_duplication_penalty_splits_near_identical_results() -> None:
     assert ids == ["a", "b", "c"]
     ids = [h.memory.id for h in rank(cands, query_tokens=set(), query_text="q", now=NOW, recipe=hybrid, limit=3)]
     assert ids == ["a", "c", "b"]
+
+
+def test_priors_do_not_lift_an_irrelevant_pinned_memory() -> None:
+    # "when do we deploy billing?": the relevant episode against a pinned, often-shown, unrelated preference.
+    relevant = Memory(id="a", user_id="u", content="We deploy billing every Tuesday", created_at=NOW)
+    pinned = Memory(id="b", user_id="u", content="I prefer americano", kind="semantic", importance=0.8,
+                    is_pinned=True, view_count=5, created_at=NOW)
+    recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
+    hits = rank([Candidate(pinned, cos=0.78), Candidate(relevant, cos=0.84, bm25=1.1)],
+                query_tokens={"deploy", "billing"}, query_text="when do we deploy billing?", now=NOW, recipe=recipe,
+                limit=2)
+    assert [h.memory.id for h in hits] == ["a", "b"]
+    assert hits[0].parts["prior_gate"] == 1.0 and hits[1].parts["prior_gate"] < 0.5

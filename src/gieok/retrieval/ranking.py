@@ -51,7 +51,7 @@ class Recipe:
     # (cos − floor)/(1 − floor) so relevance spreads over 0..1. None: the embedding model's own floor
     # (`model_cos_floor`), since the band depends on the model; 0 keeps the raw cosine.
     cos_floor: float | None = None
-    keep_threshold: float = 0.10
+    keep_threshold: float = 0.05
     half_life: dict[str, float] = field(default_factory=lambda: dict(HALF_LIFE_DAYS))
 
 
@@ -135,8 +135,8 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     usages = [raw_usage(c.memory) for c in cands]
     lo, hi = min(usages), max(usages)
     q_lower = query_text.lower().strip()
-    scored: list[tuple[float, Candidate, dict[str, float], list[str]]] = []
-    for c, u in zip(cands, usages, strict=True):
+    rels: list[tuple[float, float, float, float, float]] = []
+    for c in cands:
         m = c.memory
         cos = c.cos if c.cos is not None else 0.0
         floor = recipe.cos_floor or 0.0
@@ -146,12 +146,22 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         jac = tag_jaccard(query_tokens, m)
         title = 1.0 if q_lower and m.title and (q_lower in m.title.lower() or m.title.lower() in q_lower) else 0.0
         rel = recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
+        rels.append((rel, cos, bm, jac, title))
+    best_rel = max(r[0] for r in rels)
+    scored: list[tuple[float, Candidate, dict[str, float], list[str]]] = []
+    for c, u, (rel, cos, bm, jac, title) in zip(cands, usages, rels, strict=True):
+        m = c.memory
         rec = recency(m, now, recipe)
         imp = importance(m)
         use = (u - lo) / (hi - lo) if hi > lo else 0.0
-        s = recipe.w_relevance * rel + recipe.w_recency * rec + recipe.w_importance * imp + recipe.w_usage * use
+        # Recency, importance and usage count in proportion to how relevant a row is next to the best one:
+        # added flat (§6 as written), a pinned or often-shown memory outranked the one the query was about
+        # (a pinned coffee preference above "we deploy billing on Tuesdays" for "when do we deploy billing?").
+        gate = rel / best_rel if best_rel > 0 else 1.0
+        s = recipe.w_relevance * rel + gate * (recipe.w_recency * rec + recipe.w_importance * imp
+                                               + recipe.w_usage * use)
         parts = {"relevance": rel, "cosine": cos, "bm25": bm, "tag_jaccard": jac, "title": title,
-                 "recency": rec, "importance": imp, "usage": use}
+                 "recency": rec, "importance": imp, "usage": use, "prior_gate": gate}
         reasons = []
         if c.cos is not None:
             reasons.append(f"semantic match (cosine {cos:.2f})")
