@@ -183,3 +183,12 @@ async def test_llm_extractor_bad_answer_is_permanent(
     server.script(answer)
     with pytest.raises(PermanentProviderError, match="answer did not match"):
         await extractor.extract("I'm a backend engineer", "user")
+
+
+def test_korean_compound_self_statements_split_into_clauses() -> None:
+    assert extract_facts("저는 백엔드 개발자이고 서울에 살아요", "user") == [
+        Fact.of("job", "백엔드 개발자"), Fact.of("location", "서울")]
+    assert extract_facts("저는 민수이며 파이썬을 주로 써요", "user") == [Fact.of("name", "민수"),
+                                                                    Fact.of("tool", "파이썬")]
+    # A compound sentence about someone else stays about them.
+    assert extract_facts("제 친구는 개발자이고 커피를 좋아해요", "user") == []

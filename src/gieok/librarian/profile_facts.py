@@ -55,6 +55,9 @@ def _wordset(text: str) -> frozenset[str]:
 
 # A sentence ends at . ! ? followed by space, or at a newline; "store.py" and "Node.js" stay whole.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# Korean joins statements with the copula's connective forms ("저는 개발자이고 서울에 살아요"): each clause is a
+# statement of its own, and the copula ending stays with the first one so its rule still sees it.
+_KO_CLAUSE_BREAK = re.compile(r"(?<=[가-힣](?:이고|이며))\s+")
 _EN_QUESTION_START = re.compile(
     r"^\s*(?:do|does|did|am|is|are|was|were|can|could|would|should|will|shall|have|has|what|why|how|where|who|"
     r"when|which|whom|whose)\b", re.IGNORECASE)
@@ -222,7 +225,7 @@ _KO_JOBS = (
     "분석가", "컨설턴트", "작가", "기자", "PM", "CTO", "CEO", "QA", "SRE", "데브옵스", "마케터", "회계사", "직장인",
 )
 _KO_SELF = r"(?:저는|전|나는|난|제가|내가)"
-_KO_COPULA = r"(?:입니다|이에요|예요|에요|이야|야|이다|임|이고요|이고|인데요|인데)"
+_KO_COPULA = r"(?:입니다|이에요|예요|에요|이야|야|이다|임|이고요|이고|이며|인데요|인데)"
 # Short words that follow "저는 … 입니다" without being a name ("저는 반대입니다").
 _KO_NOT_NAME = _wordset(
     """반대 찬성 동의 처음 다행 괜찮 혼자 다음 마지막 초보 문제 가능 불가능 무리 준비 완료 확인 여기 거기 상관없음
@@ -323,7 +326,11 @@ def extract_facts(content: str, role: str) -> list[Fact]:
     if role.strip().lower() != "user" or not content:
         return []
     facts: list[Fact] = []
-    for sentence in _SENTENCE_BREAK.split(content):
+    # Split only what the speaker says of themselves: in "제 친구는 개발자이고 커피를 좋아해요" the second clause
+    # is still about the friend, and on its own it would read as the user's preference.
+    sentences = [c for sent in _SENTENCE_BREAK.split(content)
+                 for c in (_KO_CLAUSE_BREAK.split(sent) if re.match(rf"\s*{_KO_SELF}\s", sent) else [sent])]
+    for sentence in sentences:
         if not _usable(sentence):
             continue
         for f in _sentence_facts(sentence):
