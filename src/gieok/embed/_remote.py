@@ -15,7 +15,7 @@ import numpy.typing as npt
 from gieok.errors import PermanentProviderError
 from gieok.http_json import JsonPoster, Session
 
-__all__ = ["JsonPoster", "Session", "batches", "non_empty", "to_unit_matrix"]
+__all__ = ["BatchedHTTPEmbedder", "JsonPoster", "Session", "batches", "non_empty", "to_unit_matrix"]
 
 
 def batches(texts: Sequence[str], size: int) -> Iterator[list[str]]:
@@ -49,3 +49,35 @@ def to_unit_matrix(rows: list[Any], n: int, dim: int | None, label: str) -> npt.
     if (norms == 0).any():
         raise PermanentProviderError(f"{label} returned a zero vector")
     return m / norms
+
+
+class BatchedHTTPEmbedder:
+    """The request loop both HTTP embedders share: one session per call, batches of `batch_size`, the
+    provider's own document/query marker. Subclasses set `_http`, `batch_size`, `dim`, the two markers, and
+    implement `_embed` for one batch."""
+
+    DOCUMENT: str
+    QUERY: str
+    _http: JsonPoster
+    batch_size: int
+    dim: int
+
+    async def _embed(self, http: Session, texts: list[str], kind: str) -> npt.NDArray[np.float32]:
+        raise NotImplementedError
+
+    async def discover_dim(self) -> int:
+        if not self.dim:
+            await self.embed_query("dimension probe")
+        return self.dim
+
+    async def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        async with self._http.session() as http:
+            parts = [await self._embed(http, batch, self.DOCUMENT)
+                     for batch in batches(non_empty(texts), self.batch_size)]
+        return np.concatenate(parts, axis=0)
+
+    async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        async with self._http.session() as http:
+            return (await self._embed(http, non_empty([text]), self.QUERY))[0]

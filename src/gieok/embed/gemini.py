@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gieok.embed._remote import JsonPoster, Session, batches, non_empty, to_unit_matrix
+from gieok.embed._remote import BatchedHTTPEmbedder, JsonPoster, Session, to_unit_matrix
 from gieok.errors import PermanentProviderError
 
 __all__ = ["GEMINI_BASE_URL", "GEMINI_DEFAULT_MODEL", "GeminiEmbedder"]
@@ -18,7 +18,7 @@ _BATCH = 100  # the API's own limit on requests per batchEmbedContents call
 _KNOWN_DIMS = {"gemini-embedding-001": 3072, "text-embedding-004": 768}
 
 
-class GeminiEmbedder:
+class GeminiEmbedder(BatchedHTTPEmbedder):
     """Embeddings from the Gemini API.
 
     Documents are sent as RETRIEVAL_DOCUMENT and queries as RETRIEVAL_QUERY: the model embeds the two sides
@@ -26,6 +26,9 @@ class GeminiEmbedder:
     when given, else the native size of a known model, else 0 until the first answer fixes it (or call
     `discover_dim()`). Gemini normalises only its full-size output; we normalise every vector.
     """
+
+    DOCUMENT = "RETRIEVAL_DOCUMENT"
+    QUERY = "RETRIEVAL_QUERY"
 
     def __init__(
         self,
@@ -47,23 +50,6 @@ class GeminiEmbedder:
         # The key goes in a header, not in `?key=`: URLs end up in logs and in our own error messages.
         self._http = JsonPoster(f"Gemini embeddings ({self.model} at {base})", timeout,
                                 {"x-goog-api-key": api_key}, "EMBEDDING")
-
-    async def discover_dim(self) -> int:
-        if not self.dim:
-            await self.embed_query("dimension probe")
-        return self.dim
-
-    async def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        async with self._http.session() as http:
-            parts = [await self._embed(http, batch, "RETRIEVAL_DOCUMENT")
-                     for batch in batches(non_empty(texts), self.batch_size)]
-        return np.concatenate(parts, axis=0)
-
-    async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        async with self._http.session() as http:
-            return (await self._embed(http, non_empty([text]), "RETRIEVAL_QUERY"))[0]
 
     async def _embed(self, http: Session, texts: list[str], task_type: str) -> npt.NDArray[np.float32]:
         requests: list[dict[str, Any]] = []

