@@ -3,10 +3,34 @@ share. Subclasses set `handler_base` (their request handler, which reaches the f
 
 from __future__ import annotations
 
+import contextlib
+import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """What the fake providers' handlers share: quiet logs, keep-alive, JSON answers that tolerate a client
+    that already gave up."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        # The client may have given up (its timeout), as it should.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(body)
+
+    def _json(self, status: int, obj: Any) -> None:
+        self._send(status, json.dumps(obj, ensure_ascii=False).encode())
 
 
 @dataclass

@@ -12,18 +12,16 @@ Switch `mode` (or call `fail`) to play a provider that is down, slow, talking ga
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from tests.fakes.background_http import BackgroundHTTPServer
+from tests.fakes.background_http import BackgroundHTTPServer, JSONHandler
 
 Mode = Literal["ok", "down", "slow", "garbage", "wrong_dims", "wrong_count", "unauthorized", "rate_limited"]
 MODES: tuple[Mode, ...] = ("ok", "down", "slow", "garbage", "wrong_dims", "wrong_count", "unauthorized",
@@ -102,24 +100,8 @@ class FakeEmbeddingServer(BackgroundHTTPServer):
             return self._overrides.pop(0) if self._overrides else self.mode
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     fake: FakeEmbeddingServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-        pass
-
-    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        # The client may have given up (its timeout), as it should.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.wfile.write(body)
-
-    def _json(self, status: int, obj: Any) -> None:
-        self._send(status, json.dumps(obj).encode())
 
     def _authorised(self) -> bool:
         key = self.fake.api_key

@@ -15,15 +15,13 @@ Switch `mode` (or call `fail`) to play a provider that is down, slow, talking ga
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar, Literal
 
-from tests.fakes.background_http import BackgroundHTTPServer
+from tests.fakes.background_http import BackgroundHTTPServer, JSONHandler
 
 Mode = Literal["ok", "down", "slow", "garbage", "garbage_body", "unauthorized", "rate_limited", "bad_request"]
 MODES: tuple[Mode, ...] = ("ok", "down", "slow", "garbage", "garbage_body", "unauthorized", "rate_limited",
@@ -107,24 +105,8 @@ class FakeLLMServer(BackgroundHTTPServer):
         return mode, answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     fake: FakeLLMServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-        pass
-
-    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        # The client may have given up (its timeout), as it should.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.wfile.write(body)
-
-    def _json(self, status: int, obj: Any) -> None:
-        self._send(status, json.dumps(obj, ensure_ascii=False).encode())
 
     def _authorised(self) -> bool:
         key = self.fake.api_key
