@@ -119,6 +119,22 @@ async def test_korean_two_syllable_word_found(plain: MemoryService) -> None:
     assert [h.memory.content for h in (await plain.search(f, "migrations failing", now=NOW)).hits] == [TEXTS[2]]
 
 
+async def test_a_reply_is_found_by_the_words_of_the_message_it_answers(plain: MemoryService) -> None:
+    turns = [("user", "Which database did we pick for the billing service?"),
+             ("assistant", "PostgreSQL, because the ledger needs transactions."),
+             ("user", "회의는 언제로 잡았어?"),
+             ("assistant", "목요일 오후 세 시로 정했어요.")]
+    ids = [(await plain.ingest(MessageIn(content=t, role=r, user_id="alice", session_id="s1",
+                                         created_at=f"2025-05-01T10:00:0{i}Z")))[0] for i, (r, t) in enumerate(turns)]
+    await plain.ingest(MessageIn(content="The billing dashboard is slow", user_id="alice", session_id="s2"))
+    f = plain.filters("alice")
+    assert ids[1] not in [h.memory.id for h in (await plain.search(f, "billing", now=NOW)).hits]
+    await plain.processor.run_once()     # the librarian adds each message's neighbours to its index entry
+    billing = [h.memory.id for h in (await plain.search(f, "billing", now=NOW)).hits]
+    assert ids[1] in billing and billing.index(ids[0]) < billing.index(ids[1])   # own words still rank first
+    assert ids[3] in [h.memory.id for h in (await plain.search(f, "회의", now=NOW)).hits]
+
+
 async def test_unembedded_rows_found_by_full_text(e5svc: MemoryService) -> None:
     mid, _ = await e5svc.ingest(MessageIn(content="Pebble's vet appointment is on Thursday", user_id="alice"))
     row = await e5svc.store.get_memory(mid)

@@ -231,3 +231,85 @@ async def test_update_refuses_identity_columns(store: Store) -> None:
     m = await store.get_memory(mid)
     assert m is not None and m.user_id == "alice"
     assert not await store.update_memory("01a22c2d-0000-7000-8000-000000000000", {"title": "x"})
+
+
+async def _session(store: Store, session: str, *turns: str) -> list[str]:
+    """Chat turns of one session, one second apart, in order."""
+    return [await put(store, t, session_id=session, at=T0 + timedelta(seconds=i)) for i, t in enumerate(turns)]
+
+
+async def _found(store: Store, query: str) -> list[str]:
+    return [m.id for m, _ in await store.keyword_search(SearchFilters(user_id="alice"), query_terms(query), 10)]
+
+
+async def test_neighbour_context_finds_a_reply_by_its_question(store: Store) -> None:
+    q, a, thanks = await _session(store, "s1", "How did your kids react at the memorial?",
+                                  "They were awestruck and humbled.", "그래서 다음 주 회의에 가져갈게요")
+    other = await _session(store, "s2", "Totally unrelated gardening chat")
+    note = await put(store, "manual note right after", session_id="s1", at=T0 + timedelta(seconds=9),
+                     source="manual")
+    assert await _found(store, "memorial") == [q]         # nothing before the librarian's pass
+    assert await store.refresh_context([a]) > 0
+    assert set(await _found(store, "memorial")) == {q, a}
+    assert (await _found(store, "memorial"))[0] == q     # a row's own words outrank its neighbours'
+    # The next message counts too (Korean bigrams included); other sessions and non-chat rows never do.
+    assert set(await _found(store, "awestruck")) == {q, a, thanks}
+    assert set(await _found(store, "회의")) == {a, thanks}
+    assert await _found(store, "gardening") == other
+    assert note not in await _found(store, "awestruck")
+    assert await store.refresh_context([a]) == 0         # idempotent: nothing rewritten
+
+
+@pytest.mark.parametrize("hard", [False, True])
+async def test_forgetting_a_turn_removes_its_words_from_its_neighbours(store: Store, hard: bool) -> None:
+    before, secret, after = await _session(store, "s1", "What was the code?", "The vault code is zanzibar",
+                                           "Noted, thanks")
+    await store.refresh_context([before, secret, after])
+    assert set(await _found(store, "zanzibar")) == {before, secret, after}
+    if hard:
+        assert await store.hard_delete(secret)
+    else:
+        assert await store.update_memory(secret, {"deleted_at": T0})
+    assert await _found(store, "zanzibar") == []
+    # The two rows around it are neighbours now.
+    assert set(await _found(store, "noted")) == {after, before}
+    if not hard:
+        assert await store.update_memory(secret, {"deleted_at": None})   # undo: it is context again
+        assert set(await _found(store, "zanzibar")) == {before, secret, after}
+
+
+async def test_editing_a_turn_updates_its_neighbours(store: Store) -> None:
+    first, second = await _session(store, "s1", "We met at the aquarium", "It was lovely")
+    await store.refresh_context([second])
+    _, new_text = row("We met at the planetarium")
+    assert await store.update_memory(first, {"content": "We met at the planetarium"}, search_text=new_text)
+    assert await _found(store, "aquarium") == []
+    assert set(await _found(store, "planetarium")) == {first, second}
+
+
+async def test_upgrade_gives_existing_rows_their_context(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Migration 005 computes the neighbour context of rows stored before it existed."""
+    import gieok.store.postgres as pg_mod
+    import gieok.store.sqlite as sqlite_mod
+    from gieok.store import open_store
+    for mod in (sqlite_mod, pg_mod):
+        monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] < 5])
+    old = open_store(db_url)
+    await old.open()
+    try:
+        assert await old.schema_version() == 4
+        q, a = await _session(old, "s1", "How did your kids react at the memorial?", "They were awestruck.")
+        other = await put(old, "a zanzibar turn of another session", session_id="s2")
+    finally:
+        await old.close()
+    monkeypatch.undo()
+    new = open_store(db_url)
+    await new.open()
+    try:
+        assert await new.schema_version() >= 5
+        assert set(await _found(new, "memorial")) == {q, a}
+        assert set(await _found(new, "awestruck")) == {q, a}
+        assert await _found(new, "zanzibar") == [other]
+        assert await new.refresh_context([q, a]) == 0      # the migration computed what the librarian would
+    finally:
+        await new.close()

@@ -138,6 +138,9 @@ class Librarian:
         results, errors = await self._process(rows)
         done = [r for mid, r in results.items() if mid not in errors]
         await self.svc.store.complete_cold(done, now)
+        # Each chat message's full-text document gains its neighbours' words (gieok.store.context_sql); the
+        # previous message gains this one's. Offline and provider-independent, so done for every row.
+        await self.svc.store.refresh_context([m.id for m in rows if m.source == "chat" and m.session_id])
         # Partial successes (tags ok, embedding failed) are kept; the failure is recorded for a retry.
         partial = [r for mid, r in results.items()
                    if mid in errors and (r.p_tags is not None or r.embedding is not None)]

@@ -121,7 +121,14 @@ class Store(Protocol):
         ...
 
     async def hard_delete(self, memory_id: str) -> bool:
-        """Erase the row from every table and index (links, feedback, full-text, vectors)."""
+        """Erase the row from every table and index (links, feedback, full-text, vectors), including the
+        neighbour context of the messages around it (`gieok.store.context_sql`)."""
+        ...
+
+    async def refresh_context(self, ids: list[str]) -> int:
+        """Recompute the neighbour context (`gieok.store.context_sql`) of these rows and of the chat messages
+        next to them; returns how many rows changed. `update_memory` does it itself when the indexed text
+        or `deleted_at` changes."""
         ...
 
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,

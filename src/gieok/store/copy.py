@@ -109,6 +109,8 @@ async def _copy_rows(source: Store, target: Store, rows: list[Memory], embedder:
         m.lease_until = None
     batch = [(m, index_text(f"{m.title}\n{m.content}" if m.title else m.content)) for m in new]
     report.copied += await target.insert_many(batch, vectors)
+    # Neighbour context is derived from the rows themselves: rebuilt in the target, not copied.
+    await target.refresh_context([m.id for m in new if m.source == "chat" and m.session_id])
 
 
 async def _copy_feedback(source: Store, target: Store, memory_id: str, report: CopyReport) -> None:

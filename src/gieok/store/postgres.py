@@ -43,6 +43,7 @@ from psycopg_pool import AsyncConnectionPool
 from gieok.errors import ConfigError, StoreError
 from gieok.models import Memory, SearchFilters
 from gieok.store.base import ColdResult, FeedbackRow, Link, ProjectTag, UserProfile, Vector, checked_changes
+from gieok.store.context_sql import CONTEXT_CHARS, contexts_sql, neighbours_sql
 from gieok.store.postgres_migrations import EXTENSIONS, MIGRATIONS, PENDING_PREDICATE
 from gieok.store.sqlfilters import where_clause
 from gieok.timeparse import iso, utcnow
@@ -184,6 +185,31 @@ def _redacted(url: str) -> str:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
         return urlunsplit(parts._replace(netloc=netloc))
     return url
+
+
+async def _neighbour_ids(con: AsyncConnection[Any], ids: list[str]) -> set[str]:
+    out: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        for row in await (await con.execute(neighbours_sql("%s", len(chunk)), chunk)).fetchall():
+            out.update(x for x in row if x)
+    return out
+
+
+async def _refresh_context(con: AsyncConnection[Any], ids: list[str], *, expand: bool = True) -> int:
+    """Rewrite `context_text` of `ids` (and, with `expand`, of their neighbours) where it changed."""
+    targets = sorted(set(ids) | (await _neighbour_ids(con, ids) if expand else set()))
+    changed: list[tuple[str, str]] = []
+    for start in range(0, len(targets), 500):
+        chunk = targets[start:start + 500]
+        q = contexts_sql("%s", len(chunk), lambda c: f"right({c}, {CONTEXT_CHARS})",
+                         lambda c: f"left({c}, {CONTEXT_CHARS})")
+        rows = await (await con.execute(q, chunk)).fetchall()
+        changed.extend((new, mid) for mid, old, new in rows if new != old)
+    if changed:
+        async with con.cursor() as cur:
+            await cur.executemany("UPDATE memory SET context_text = %s WHERE id = %s", changed)
+    return len(changed)
 
 
 class PostgresStore:
@@ -400,15 +426,27 @@ class PostgresStore:
             cols.append("search_text")
             values.append(search_text)
         sets = ", ".join(f"{c} = %s{_CASTS.get(c, '')}" for c in cols)
-        async with self._conn() as con:
+        async with self._conn() as con, con.transaction():
             cur = await con.execute(f"UPDATE memory SET {sets} WHERE id = %s", [*values, memory_id])
+            if cur.rowcount == 1 and (search_text is not None or "deleted_at" in changes):
+                # The messages around this one index its words: they change with it, in this transaction.
+                await _refresh_context(con, [memory_id])
             return cur.rowcount == 1
 
     async def hard_delete(self, memory_id: str) -> bool:
         # Links and feedback go by ON DELETE CASCADE; the full-text entry and the vector live in the row.
-        async with self._conn() as con:
+        # The neighbours' context is rebuilt without the row in the same transaction: its words go too.
+        async with self._conn() as con, con.transaction():
+            around = await _neighbour_ids(con, [memory_id])
             cur = await con.execute("DELETE FROM memory WHERE id = %s", (memory_id,))
+            await _refresh_context(con, sorted(around), expand=False)
             return cur.rowcount == 1
+
+    async def refresh_context(self, ids: list[str]) -> int:
+        if not ids:
+            return 0
+        async with self._conn() as con, con.transaction():
+            return await _refresh_context(con, ids)
 
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
                             after_id: str | None = None) -> list[Memory]:
@@ -470,7 +508,8 @@ class PostgresStore:
                         for i in range(len(phrases)))
         score = " + ".join(f"%s::float8 * t.tf{i} * {BM25_K1 + 1} / (t.tf{i} + {BM25_K1} * t.norm)"
                            for i in range(len(phrases)))
-        q = (f"WITH c AS MATERIALIZED (SELECT m.id, m.search_tsv AS tsv, octet_length(m.search_text) AS dl "
+        q = (f"WITH c AS MATERIALIZED (SELECT m.id, m.search_tsv AS tsv, "
+             f"octet_length(m.search_text) + octet_length(m.context_text) AS dl "
              f"FROM memory m WHERE m.search_tsv @@ ({tsq}) AND {where}), "
              f"t AS (SELECT c.id, {tfs}, 1 - {BM25_B} + {BM25_B} * COALESCE(c.dl / NULLIF(%s::float8, 0), 1) "
              f"AS norm FROM c), "
@@ -517,7 +556,8 @@ class PostgresStore:
             # pointer-sized) width instead.
             pct = 100.0 if (n_rows or 0) <= 5_000 else max(0.05, 100.0 * 5_000 / float(n_rows))
             sample = await (await con.execute(
-                f"SELECT avg(octet_length(search_text)) FROM memory TABLESAMPLE SYSTEM ({pct:.4f})")).fetchone()
+                "SELECT avg(octet_length(search_text) + octet_length(context_text)) "
+                f"FROM memory TABLESAMPLE SYSTEM ({pct:.4f})")).fetchone()
             avg_width = sample[0] if sample and sample[0] is not None else 0
         return _FtsStats.build(now, float(n_rows or 0), float(avg_width or 0), elems or [], freqs or [])
 

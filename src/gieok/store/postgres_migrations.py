@@ -179,6 +179,25 @@ async def m004_fts_vocabulary(db: AsyncConnection[Any]) -> None:
     return None
 
 
+async def m005_neighbour_context(db: AsyncConnection[Any]) -> None:
+    # Each chat row's full-text document also holds its session neighbours' words (gieok.store.context_sql).
+    # Existing rows get their context first, then the generated tsvector is rebuilt over both texts (one
+    # table rewrite instead of two).
+    await db.execute("ALTER TABLE memory ADD COLUMN context_text text NOT NULL DEFAULT ''")
+    await db.execute("""
+        WITH w AS (SELECT id, lag(right(search_text, 1000)) OVER s AS p, lead(left(search_text, 1000)) OVER s AS n
+                   FROM memory WHERE source = 'chat' AND session_id <> '' AND deleted_at IS NULL
+                   WINDOW s AS (PARTITION BY user_id, session_id ORDER BY created_at, id))
+        UPDATE memory m SET context_text = trim(coalesce(w.p, '') || ' ' || coalesce(w.n, ''))
+        FROM w WHERE m.id = w.id AND (w.p IS NOT NULL OR w.n IS NOT NULL)""")
+    await db.execute("DROP INDEX IF EXISTS memory_fts")
+    await db.execute("ALTER TABLE memory DROP COLUMN search_tsv")
+    await db.execute("ALTER TABLE memory ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS "
+                     "(to_tsvector('simple'::regconfig, search_text || ' ' || context_text)) STORED")
+    await db.execute("ALTER TABLE memory ALTER COLUMN search_tsv SET STORAGE MAIN")
+    await db.execute("CREATE INDEX memory_fts ON memory USING gin (search_tsv)")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -186,6 +205,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (2, "librarian_jobs", m002_librarian_jobs),
     (3, "vector_refresh_index", m003_vector_refresh_index),
     (4, "fts_vocabulary", m004_fts_vocabulary),
+    (5, "neighbour_context", m005_neighbour_context),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

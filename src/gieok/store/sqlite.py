@@ -39,6 +39,7 @@ from gieok.store.base import (
     Vector,
     checked_changes,
 )
+from gieok.store.context_sql import CONTEXT_CHARS, contexts_sql, neighbours_sql
 from gieok.store.sqlfilters import where_clause
 from gieok.store.sqlite_migrations import MIGRATIONS
 from gieok.text import fts5_query
@@ -96,6 +97,32 @@ def _row_to_memory(row: tuple[Any, ...]) -> Memory:
     for c in _TIME_COLS:
         d[c] = from_iso(d[c])
     return Memory(**d)
+
+
+def _chunks(ids: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(ids), size):
+        yield ids[start:start + size]
+
+
+def _neighbour_ids(db: sqlite3.Connection, ids: list[str]) -> set[str]:
+    out: set[str] = set()
+    for chunk in _chunks(ids):
+        for row in db.execute(neighbours_sql("?", len(chunk)), chunk):
+            out.update(x for x in row if x)
+    return out
+
+
+def _refresh_context(db: sqlite3.Connection, ids: list[str], *, expand: bool = True) -> int:
+    """Rewrite `context_text` of `ids` (and, with `expand`, of their neighbours) where it changed; the FTS
+    trigger reindexes only those rows."""
+    targets = sorted(set(ids) | (_neighbour_ids(db, ids) if expand else set()))
+    changed: list[tuple[str, str]] = []
+    for chunk in _chunks(targets):
+        sql = contexts_sql("?", len(chunk), lambda c: f"substr({c}, -{CONTEXT_CHARS})",
+                           lambda c: f"substr({c}, 1, {CONTEXT_CHARS})")
+        changed.extend((new, mid) for mid, old, new in db.execute(sql, chunk) if new != old)
+    db.executemany("UPDATE memory SET context_text = ? WHERE id = ?", changed)
+    return len(changed)
 
 
 def sqlite_path(url: str) -> str:
@@ -267,16 +294,28 @@ class SQLiteStore:
         with self._write() as db:
             cur = db.execute(f"UPDATE memory SET {', '.join(c + ' = ?' for c in cols)} WHERE id = ?",
                              [*values, memory_id])
+            if cur.rowcount == 1 and (search_text is not None or "deleted_at" in changes):
+                # The messages around this one index its words: they change with it, in this transaction.
+                _refresh_context(db, [memory_id])
             return cur.rowcount == 1
 
     async def hard_delete(self, memory_id: str) -> bool:
         # Links and feedback go by ON DELETE CASCADE, the FTS entry by trigger, the vector with the row;
-        # the in-process vector cache is dropped so the erased vector is not even held in memory.
+        # the in-process vector cache is dropped so the erased vector is not even held in memory. The
+        # neighbours' context is rebuilt without the row in the same transaction: its words go too.
         with self._write() as db:
+            around = _neighbour_ids(db, [memory_id])
             n = db.execute("DELETE FROM memory WHERE id = ?", (memory_id,)).rowcount
+            _refresh_context(db, sorted(around), expand=False)
         if n:
             self._vec.clear()
         return n == 1
+
+    async def refresh_context(self, ids: list[str]) -> int:
+        if not ids:
+            return 0
+        with self._write() as db:
+            return _refresh_context(db, ids)
 
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
                             after_id: str | None = None) -> list[Memory]:

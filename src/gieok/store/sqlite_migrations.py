@@ -140,9 +140,44 @@ def m004_fts_vocabulary(db: sqlite3.Connection) -> None:
     db.execute("CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row')")
 
 
+def m005_neighbour_context(db: sqlite3.Connection) -> None:
+    # Each chat row's full-text document also holds its session neighbours' words (gieok.store.context_sql):
+    # a second FTS column. The FTS table, its triggers and its vocabulary are rebuilt around it, and existing
+    # rows get their context here (the librarian keeps it up to date from now on).
+    for trigger in ("memory_fts_ai", "memory_fts_ad", "memory_fts_au"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    db.execute("DROP TABLE memory_fts_vocab")
+    db.execute("DROP TABLE memory_fts")
+    db.execute("ALTER TABLE memory ADD COLUMN context_text TEXT NOT NULL DEFAULT ''")
+    chat = "source = 'chat' AND session_id <> '' AND deleted_at IS NULL"
+    db.execute(f"""
+        WITH w AS (SELECT id, lag(substr(search_text, -1000)) OVER s AS p,
+                          lead(substr(search_text, 1, 1000)) OVER s AS n
+                   FROM memory WHERE {chat}
+                   WINDOW s AS (PARTITION BY user_id, session_id ORDER BY created_at, id))
+        UPDATE memory SET context_text = trim(coalesce(w.p, '') || ' ' || coalesce(w.n, ''))
+        FROM w WHERE memory.id = w.id AND (w.p IS NOT NULL OR w.n IS NOT NULL)""")
+    db.execute("""CREATE VIRTUAL TABLE memory_fts USING fts5(search_text, context_text, content='memory',
+        content_rowid='seq', tokenize='unicode61 remove_diacritics 2')""")
+    db.execute("INSERT INTO memory_fts(memory_fts) VALUES ('rebuild')")
+    db.execute("""CREATE TRIGGER memory_fts_ai AFTER INSERT ON memory BEGIN
+        INSERT INTO memory_fts(rowid, search_text, context_text) VALUES (new.seq, new.search_text, new.context_text);
+        END""")
+    db.execute("""CREATE TRIGGER memory_fts_ad AFTER DELETE ON memory BEGIN
+        INSERT INTO memory_fts(memory_fts, rowid, search_text, context_text)
+        VALUES ('delete', old.seq, old.search_text, old.context_text); END""")
+    db.execute("""CREATE TRIGGER memory_fts_au AFTER UPDATE OF search_text, context_text ON memory BEGIN
+        INSERT INTO memory_fts(memory_fts, rowid, search_text, context_text)
+        VALUES ('delete', old.seq, old.search_text, old.context_text);
+        INSERT INTO memory_fts(rowid, search_text, context_text) VALUES (new.seq, new.search_text, new.context_text);
+        END""")
+    db.execute("CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row')")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
     (3, "vector_refresh_index", m003_vector_refresh_index),
     (4, "fts_vocabulary", m004_fts_vocabulary),
+    (5, "neighbour_context", m005_neighbour_context),
 ]
