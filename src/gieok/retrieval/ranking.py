@@ -46,6 +46,10 @@ class Recipe:
     r_bm25: float = 0.40
     r_tags: float = 0.05
     r_title: float = 0.05
+    # Bonus for a memory created inside a time window the query names ("on 3 June", "지난주"): query_dates.
+    r_date: float = 0.10
+    # Extra candidates drawn from each named window, so an old but dated memory is not left out of the pool.
+    date_candidates: int = 20
     bm25_k: float = 2.0
     # Cosines of e5-style models sit in a narrow high band (unrelated text ≈ 0.7); `cos_floor` rescales
     # (cos − floor)/(1 − floor) so relevance spreads over 0..1. None: the embedding model's own floor
@@ -103,6 +107,7 @@ class Candidate:
     bm25: float | None = None
     vector: Vector | None = None
     substring: bool = False
+    date_match: bool = False
 
 
 def recency(m: Memory, now: datetime, recipe: Recipe) -> float:
@@ -135,7 +140,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     usages = [raw_usage(c.memory) for c in cands]
     lo, hi = min(usages), max(usages)
     q_lower = query_text.lower().strip()
-    rels: list[tuple[float, float, float, float, float]] = []
+    rels: list[tuple[float, float, float, float, float, float]] = []
     for c in cands:
         m = c.memory
         cos = c.cos if c.cos is not None else 0.0
@@ -145,11 +150,13 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         bm_part = bm / (bm + recipe.bm25_k) if bm > 0 else 0.0
         jac = tag_jaccard(query_tokens, m)
         title = 1.0 if q_lower and m.title and (q_lower in m.title.lower() or m.title.lower() in q_lower) else 0.0
-        rel = recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
-        rels.append((rel, cos, bm, jac, title))
+        date = 1.0 if c.date_match else 0.0
+        rel = (recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
+               + recipe.r_date * date)
+        rels.append((rel, cos, bm, jac, title, date))
     best_rel = max(r[0] for r in rels)
     scored: list[tuple[float, Candidate, dict[str, float], list[str]]] = []
-    for c, u, (rel, cos, bm, jac, title) in zip(cands, usages, rels, strict=True):
+    for c, u, (rel, cos, bm, jac, title, date) in zip(cands, usages, rels, strict=True):
         m = c.memory
         rec = recency(m, now, recipe)
         imp = importance(m)
@@ -160,7 +167,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         gate = rel / best_rel if best_rel > 0 else 1.0
         s = recipe.w_relevance * rel + gate * (recipe.w_recency * rec + recipe.w_importance * imp
                                                + recipe.w_usage * use)
-        parts = {"relevance": rel, "cosine": cos, "bm25": bm, "tag_jaccard": jac, "title": title,
+        parts = {"relevance": rel, "cosine": cos, "bm25": bm, "tag_jaccard": jac, "title": title, "date": date,
                  "recency": rec, "importance": imp, "usage": use, "prior_gate": gate}
         reasons = []
         if c.cos is not None:
@@ -173,6 +180,8 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             reasons.append("tag match")
         if title:
             reasons.append("title match")
+        if date:
+            reasons.append("created on the date the query names")
         if m.is_pinned:
             reasons.append("pinned")
         if rec > 0.8:

@@ -9,6 +9,7 @@ from datetime import datetime
 from gieok.embed.base import Embedder
 from gieok.errors import ProviderError
 from gieok.models import Hit, SearchFilters
+from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.store.base import Store
 from gieok.text import query_terms
@@ -46,6 +47,16 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
         if qvec is not None:
             for m, cos in await store.vector_search(f, embedder.name, qvec, recipe.candidates):
                 cands[m.id] = Candidate(m, cos=cos)
+    windows = query_windows(query, now) if recipe.r_date else []
+    if qvec is not None and embedder is not None:
+        for since, until in windows[:3]:
+            # The named window's best matches join the pool (capped: a query naming many dates stays cheap).
+            lo = max(since, f.since) if f.since else since
+            hi = min(until, f.until) if f.until else until
+            if lo < hi:
+                for m, cos in await store.vector_search(replace(f, since=lo, until=hi), embedder.name, qvec,
+                                                        recipe.date_candidates):
+                    cands.setdefault(m.id, Candidate(m, cos=cos))
     if recipe.use_keywords or qvec is None:
         for m, bm in await store.keyword_search(f, terms, recipe.candidates):
             c = cands.get(m.id)
@@ -62,6 +73,8 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
                 if c.cos is None:
                     c.cos = float(v @ qvec)
 
+    for c in cands.values():
+        c.date_match = in_windows(c.memory.created_at, windows)
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     mode = "hybrid" if recipe.use_vectors and recipe.use_keywords and qvec is not None else (
         "vector" if qvec is not None else "keyword")

@@ -1,0 +1,94 @@
+"""Dates a search query mentions, as time windows ("what did we decide on 3 June?", "지난주 회의").
+
+A memory created inside a window the query names is more likely what the query is about; search adds a
+small relevance bonus for it (`Recipe.r_date`) and draws extra candidates from the window. Only dates a
+person writes are read: "3 June 2023", "June 3rd, 2023", "June 2023", "in June", ISO "2023-06-03",
+Korean "2023년 6월 3일", "6월 3일", "6월", and, when no calendar date is named, "yesterday", "last week",
+"어제", "지난주"… (gieok.timeparse). A date without a year is the latest such date up to now.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from gieok.timeparse import parse_date_range
+
+Window = tuple[datetime, datetime]
+
+_MONTHS = {m: i for i, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+    ("november", "nov"), ("december", "dec")), start=1) for m in names}
+_MON = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+# Most specific first; a span a pattern consumed is not read again by a later one.
+_PATTERNS = [
+    re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<mon>[01]\d)(?:-(?P<day>[0-3]\d))?\b"),
+    re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MON}(?:,?\s+{_YEAR})?\b", re.I),
+    re.compile(rf"\b{_MON}\s+{_DAY}\b(?:,?\s+{_YEAR})?", re.I),
+    re.compile(rf"\b{_MON},?\s+{_YEAR}\b", re.I),
+    # A month alone only after a preposition: "May" is also a verb.
+    re.compile(rf"\b(?:in|during|since|until|by|early|late|mid|of|last|this)\s+{_MON}\b", re.I),
+    re.compile(r"(?:(?P<year>(?:19|20)\d\d)\s*년\s*)?(?P<mon>1[0-2]|0?[1-9])\s*월(?:\s*(?P<day>[0-3]?\d)\s*일)?"),
+]
+_RELATIVE = re.compile(r"\b(yesterday|today|last week|this week|last month|this month)\b|"
+                       r"(어제|오늘|지난\s*주|저번\s*주|이번\s*주|지난\s*달|저번\s*달|이번\s*달)", re.I)
+
+# Slack around a named day: a message about a day is often written the day after ("yesterday we…"), and a
+# stored time may sit in another time zone than the asker's.
+_DAY_BEFORE = timedelta(days=1)
+_DAY_AFTER = timedelta(days=2)
+# A month's events are still talked about in the first days of the next one.
+_MONTH_AFTER = timedelta(days=7)
+
+
+def _month_end(year: int, month: int) -> datetime:
+    return datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+
+
+def _window(year: int | None, month: int, day: int | None, now: datetime) -> Window | None:
+    try:
+        if year is None:
+            # The latest such date up to now.
+            year = now.year
+            if (month, day or 1) > (now.month, now.day):
+                year -= 1
+        if day is not None:
+            start = datetime(year, month, day, tzinfo=UTC)
+            return start - _DAY_BEFORE, start + _DAY_AFTER
+        return datetime(year, month, 1, tzinfo=UTC), _month_end(year, month) + _MONTH_AFTER
+    except ValueError:      # "31 June", "13월"
+        return None
+
+
+def query_windows(query: str, now: datetime) -> list[Window]:
+    """The time windows `query` names, most specific first; [] when it names none."""
+    out: list[Window] = []
+    taken: list[tuple[int, int]] = []
+    for pat in _PATTERNS:
+        for m in pat.finditer(query):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            g = m.groupdict()
+            mon_s = (g.get("mon") or "").lower().rstrip(".")
+            month = int(mon_s) if mon_s.isdigit() else _MONTHS.get(mon_s)
+            if not month:
+                continue
+            w = _window(int(g["year"]) if g.get("year") else None, month,
+                        int(g["day"]) if g.get("day") else None, now)
+            if w is not None:
+                taken.append((m.start(), m.end()))
+                out.append(w)
+    if out:
+        return out
+    for m in _RELATIVE.finditer(query):
+        since, until = parse_date_range(m.group(0), now)
+        if since is not None:
+            out.append((since, until or now + _DAY_AFTER))
+    return out
+
+
+def in_windows(created: datetime | None, windows: list[Window]) -> bool:
+    return created is not None and any(a <= created < b for a, b in windows)

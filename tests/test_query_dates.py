@@ -1,0 +1,57 @@
+"""Dates named in a search query become time windows, in English and Korean; ranking favours memories created
+inside them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from gieok.models import Memory
+from gieok.retrieval.query_dates import in_windows, query_windows
+from gieok.retrieval.ranking import RECIPES, Candidate, rank
+
+NOW = datetime(2023, 11, 1, 12, 0, tzinfo=UTC)
+
+
+def days(q: str) -> list[tuple[str, str]]:
+    return [(a.date().isoformat(), b.date().isoformat()) for a, b in query_windows(q, NOW)]
+
+
+@pytest.mark.parametrize(("query", "want"), [
+    ("What did Maria start, as mentioned on 3 June, 2023?", [("2023-06-02", "2023-06-05")]),
+    ("What painting did she show on October 13th, 2023?", [("2023-10-12", "2023-10-15")]),
+    ("the 13th of Oct", [("2023-10-12", "2023-10-15")]),
+    ("What setback did Melanie face in October 2023?", [("2023-10-01", "2023-11-08")]),
+    ("When did we go camping in June?", [("2023-06-01", "2023-07-08")]),
+    ("release notes for 2023-07-04", [("2023-07-03", "2023-07-06")]),
+    ("2023년 6월 3일 회의", [("2023-06-02", "2023-06-05")]),
+    ("12월에 뭐 했지", [("2022-12-01", "2023-01-08")]),      # no year: the latest December up to now
+    ("지난주 회의 내용", [("2023-10-23", "2023-10-30")]),
+    ("what did we decide yesterday?", [("2023-10-31", "2023-11-01")]),
+    ("May I see the deploy notes?", []),                        # "May" the verb is not a month
+    ("3개월 전 월요일", []),
+    ("31 June 2023", [("2023-06-01", "2023-07-08")]),           # no such day: the month still counts
+    ("plain question with no date", []),
+])
+def test_query_windows(query: str, want: list[tuple[str, str]]) -> None:
+    assert days(query) == want
+
+
+def test_a_calendar_date_wins_over_relative_words() -> None:
+    # "last weekend" is relative to the named date, not to now.
+    assert days("What did Maria do last weekend before April 10, 2023?") == [("2023-04-09", "2023-04-12")]
+
+
+def test_memory_created_on_the_named_date_ranks_first() -> None:
+    at = datetime(2023, 6, 3, 15, 0, tzinfo=UTC)
+    on_day = Memory(id="a", user_id="u", role="user", content="I started pottery classes", created_at=at)
+    other = Memory(id="b", user_id="u", role="user", content="I started yoga classes",
+                   created_at=at + timedelta(days=40))
+    windows = query_windows("What did I start on 3 June 2023?", NOW)
+    assert in_windows(on_day.created_at, windows) and not in_windows(other.created_at, windows)
+    # The other row matches the words slightly better; the date decides.
+    cands = [Candidate(other, cos=0.86, date_match=False), Candidate(on_day, cos=0.85, date_match=True)]
+    hits = rank(cands, query_tokens=set(), query_text="", now=NOW, recipe=RECIPES["hybrid"], limit=2)
+    assert [h.memory.id for h in hits] == ["a", "b"]
+    assert hits[0].parts["date"] == 1.0 and "created on the date the query names" in hits[0].recall_reason
