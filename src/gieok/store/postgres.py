@@ -207,6 +207,8 @@ async def _refresh_context(con: AsyncConnection[Any], ids: list[str], *, expand:
         rows = await (await con.execute(q, chunk)).fetchall()
         changed.extend((new, mid) for mid, old, new in rows if new != old)
     if changed:
+        # Rows are locked in id order, so two librarians refreshing overlapping rows wait, never deadlock.
+        changed.sort(key=lambda t: t[1])
         async with con.cursor() as cur:
             await cur.executemany("UPDATE memory SET context_text = %s WHERE id = %s", changed)
     return len(changed)
