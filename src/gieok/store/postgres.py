@@ -43,7 +43,7 @@ from psycopg_pool import AsyncConnectionPool
 from gieok.errors import ConfigError, StoreError
 from gieok.models import Memory, SearchFilters
 from gieok.store.base import ColdResult, FeedbackRow, Link, ProjectTag, UserProfile, Vector, checked_changes
-from gieok.store.context_sql import CONTEXT_CHARS, contexts_sql, neighbours_sql
+from gieok.store.context_sql import CONTEXT_CHARS, CONTEXT_WEIGHT, contexts_sql, neighbours_sql
 from gieok.store.postgres_migrations import EXTENSIONS, MIGRATIONS, PENDING_PREDICATE
 from gieok.store.sqlfilters import where_clause
 from gieok.timeparse import iso, utcnow
@@ -501,12 +501,14 @@ class PostgresStore:
         # Each term is a phrase of adjacent tokens; phraseto_tsquery parses it with the same parser that
         # indexed `search_text`, so both sides split alike. Terms are OR-ed. The score is Okapi BM25, the
         # formula SQLite's FTS5 uses, so hybrid ranking weighs keyword hits alike on both backends:
-        # ts_rank_cd with unit weights and no normalisation counts a phrase's occurrences (tf), the
-        # document length is the prepared text's, idf comes from the planner's statistics (`_fts_stats`).
+        # ts_rank_cd with no normalisation counts a phrase's occurrences (tf), those in the neighbour context
+        # (label D) at CONTEXT_WEIGHT as FTS5's column weight does; the document length is the prepared
+        # texts', idf comes from the planner's statistics (`_fts_stats`).
         tsq = " || ".join(["phraseto_tsquery('simple', %s)"] * len(phrases))
         # Per term: tf_i = occurrences of its phrase; BM25 = Σ idf_i·tf_i·(k1+1) / (tf_i + k1·norm). Written
         # out as plain expressions (a per-row subquery over the terms cost ~15 µs a row).
-        tfs = ", ".join(f"ts_rank_cd('{{1,1,1,1}}', c.tsv, phraseto_tsquery('simple', %s), 0) AS tf{i}"
+        tfs = ", ".join(f"ts_rank_cd('{{{CONTEXT_WEIGHT},1,1,1}}', c.tsv, phraseto_tsquery('simple', %s), 0) "
+                        f"AS tf{i}"
                         for i in range(len(phrases)))
         score = " + ".join(f"%s::float8 * t.tf{i} * {BM25_K1 + 1} / (t.tf{i} + {BM25_K1} * t.norm)"
                            for i in range(len(phrases)))

@@ -192,8 +192,10 @@ async def m005_neighbour_context(db: AsyncConnection[Any]) -> None:
         FROM w WHERE m.id = w.id AND (w.p IS NOT NULL OR w.n IS NOT NULL)""")
     await db.execute("DROP INDEX IF EXISTS memory_fts")
     await db.execute("ALTER TABLE memory DROP COLUMN search_tsv")
+    # The row's own lexemes are labelled A, the neighbours' D: keyword search weighs D at half (ts_rank_cd).
     await db.execute("ALTER TABLE memory ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS "
-                     "(to_tsvector('simple'::regconfig, search_text || ' ' || context_text)) STORED")
+                     "(setweight(to_tsvector('simple'::regconfig, search_text), 'A') || "
+                     "to_tsvector('simple'::regconfig, context_text)) STORED")
     await db.execute("ALTER TABLE memory ALTER COLUMN search_tsv SET STORAGE MAIN")
     await db.execute("CREATE INDEX memory_fts ON memory USING gin (search_tsv)")
 

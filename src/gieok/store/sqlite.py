@@ -390,9 +390,9 @@ class SQLiteStore:
                     # A very selective filter over a huge match set: let SQLite join and filter instead.
                     with self._lock:
                         rows = self.db.execute(
-                            f"SELECT {_SELECT}, -bm25(memory_fts) FROM memory_fts JOIN memory m ON "
+                            f"SELECT {_SELECT}, -memory_fts.rank FROM memory_fts JOIN memory m ON "
                             f"m.seq = memory_fts.rowid WHERE memory_fts MATCH ? AND {where} "
-                            f"ORDER BY bm25(memory_fts) LIMIT ?", [match, *params, limit]).fetchall()
+                            f"ORDER BY memory_fts.rank LIMIT ?", [match, *params, limit]).fetchall()
                     return [(_row_to_memory(r[:-1]), float(r[-1])) for r in rows]
                 want *= 8
         return await anyio.to_thread.run_sync(run)

@@ -160,6 +160,8 @@ def m005_neighbour_context(db: sqlite3.Connection) -> None:
     db.execute("""CREATE VIRTUAL TABLE memory_fts USING fts5(search_text, context_text, content='memory',
         content_rowid='seq', tokenize='unicode61 remove_diacritics 2')""")
     db.execute("INSERT INTO memory_fts(memory_fts) VALUES ('rebuild')")
+    # `rank` (what keyword search orders by) weighs a neighbour's words half as much as the row's own.
+    db.execute("INSERT INTO memory_fts(memory_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)')")
     db.execute("""CREATE TRIGGER memory_fts_ai AFTER INSERT ON memory BEGIN
         INSERT INTO memory_fts(rowid, search_text, context_text) VALUES (new.seq, new.search_text, new.context_text);
         END""")
