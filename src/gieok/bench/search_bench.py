@@ -93,6 +93,8 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
             await store.insert_many(rows)
             await store.complete_cold([ColdResult(m.id, embedding=v, embedding_model=_MODEL)
                                        for (m, _), v in zip(rows, vecs, strict=True)], base)
+            # What the librarian adds: each message's full-text entry holds its session neighbours' words.
+            await store.refresh_context([m.id for m, _ in rows])
             load_s = time.perf_counter() - t0
             f = SearchFilters(user_id="bench")
             t0 = time.perf_counter()

@@ -17,13 +17,14 @@ Why it looks like this:
 - The librarian claims with `FOR UPDATE SKIP LOCKED` plus the same lease columns as SQLite, so a crashed
   worker's rows come back when the lease expires; inserts NOTIFY `gieok_pending` (a statement trigger) so
   idle workers wake at once (`wait_for_pending`).
+- The BM25 query, its statistics and the neighbour context are in `postgres_text`; pgvector's index naming
+  and k-NN query shape in `postgres_vectors`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import json
 import math
 import time
@@ -43,8 +44,10 @@ from psycopg_pool import AsyncConnectionPool
 from gieok.errors import ConfigError, StoreError
 from gieok.models import Memory, SearchFilters
 from gieok.store.base import ColdResult, FeedbackRow, Link, ProjectTag, UserProfile, Vector, checked_changes
-from gieok.store.context_sql import CONTEXT_CHARS, CONTEXT_WEIGHT, contexts_sql, neighbours_sql
 from gieok.store.postgres_migrations import EXTENSIONS, MIGRATIONS, PENDING_PREDICATE
+from gieok.store.postgres_text import FTS_STATS_TTL_S, FtsStats, bm25_sql, neighbour_ids, read_fts_stats
+from gieok.store.postgres_text import refresh_context as refresh_context_rows
+from gieok.store.postgres_vectors import knn_sql, vector_index_ddl, vector_index_name, vector_type
 from gieok.store.sqlfilters import where_clause
 from gieok.timeparse import iso, utcnow
 
@@ -69,37 +72,10 @@ EXACT_SCAN_MIN = 2_000
 EXACT_SCAN_MAX = 50_000
 HNSW_EF_SEARCH = 100
 PGVECTOR_MIN = (0, 8)
-HNSW_MAX_DIMS = 2000          # pgvector indexes `vector` up to 2,000 dims; `halfvec` up to 4,000
 NOTIFY_CHANNEL = "gieok_pending"
-BM25_K1, BM25_B = 1.2, 0.75     # FTS5's defaults
-FTS_STATS_TTL_S = 300.0
 LARGE_USER_TTL_S = 60.0
 _MIGRATION_LOCK = 0x67696F6B01  # advisory lock keys ("giok" + n): one migrator, one index builder at a time
 _INDEX_LOCK = 0x67696F6B02
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _FtsStats:
-    at: float
-    rows: float
-    avg_len: float
-    freq: dict[str, float]
-    floor: float            # a lexeme missing from the most-common list is rarer than this
-
-    @classmethod
-    def build(cls, at: float, rows: float, avg_len: float, elems: list[str], freqs: list[float]) -> _FtsStats:
-        # most_common_elem_freqs ends with three extra numbers (min, max, null fraction).
-        per = dict(zip(elems, freqs[:len(elems)], strict=False))
-        floor = (freqs[len(elems)] if len(freqs) > len(elems) else 0.0) / 2
-        return cls(at, max(rows, 0.0), max(avg_len, 0.0), per, floor)
-
-    def idf(self, tokens: list[str]) -> float:
-        """BM25 idf (Lucene's non-negative form) of a phrase, its document frequency estimated by its
-        rarest token. Without statistics yet (a new table) every term weighs the same."""
-        if self.rows < 1:
-            return 1.0
-        df = max(1.0, min(self.freq.get(t, self.floor) for t in tokens) * self.rows)
-        return math.log(1 + (self.rows - df + 0.5) / (df + 0.5))
 
 
 def _json_dumps(obj: Any) -> str:
@@ -129,27 +105,6 @@ def _row_to_memory(row: tuple[Any, ...]) -> Memory:
 
 def _vec(value: Any) -> Vector:
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
-
-
-def _vector_type(dims: int) -> tuple[str, str]:
-    """The SQL type a vector of `dims` is indexed and compared as, and its HNSW operator class."""
-    if dims > HNSW_MAX_DIMS:
-        return f"halfvec({dims})", "halfvec_cosine_ops"
-    return f"vector({dims})", "vector_cosine_ops"
-
-
-def vector_index_name(model: str, dims: int) -> str:
-    return "memory_vec_" + hashlib.sha1(f"{model}\0{dims}".encode()).hexdigest()[:12]
-
-
-def vector_index_ddl(model: str, dims: int, *, concurrently: bool = True) -> sql.Composed:
-    """The HNSW index of one (model, dimension): a partial expression index, so it holds only that model's
-    vectors and a query names the model and dimension as literals to use it."""
-    typ, ops = _vector_type(dims)
-    return sql.SQL("CREATE INDEX {}IF NOT EXISTS {} ON memory USING hnsw ((embedding::{}) {}) "
-                   "WHERE embedding_model = {} AND vector_dims(embedding) = {}").format(
-        sql.SQL("CONCURRENTLY " if concurrently else ""), sql.Identifier(vector_index_name(model, dims)),
-        sql.SQL(typ), sql.SQL(ops), sql.Literal(model), sql.Literal(dims))
 
 
 def postgres_conninfo(url: str) -> tuple[str, dict[str, int]]:
@@ -187,33 +142,6 @@ def _redacted(url: str) -> str:
     return url
 
 
-async def _neighbour_ids(con: AsyncConnection[Any], ids: list[str]) -> set[str]:
-    out: set[str] = set()
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        for row in await (await con.execute(neighbours_sql("%s", len(chunk)), chunk)).fetchall():
-            out.update(x for x in row if x)
-    return out
-
-
-async def _refresh_context(con: AsyncConnection[Any], ids: list[str], *, expand: bool = True) -> int:
-    """Rewrite `context_text` of `ids` (and, with `expand`, of their neighbours) where it changed."""
-    targets = sorted(set(ids) | (await _neighbour_ids(con, ids) if expand else set()))
-    changed: list[tuple[str, str]] = []
-    for start in range(0, len(targets), 500):
-        chunk = targets[start:start + 500]
-        q = contexts_sql("%s", len(chunk), lambda c: f"right({c}, {CONTEXT_CHARS})",
-                         lambda c: f"left({c}, {CONTEXT_CHARS})")
-        rows = await (await con.execute(q, chunk)).fetchall()
-        changed.extend((new, mid) for mid, old, new in rows if new != old)
-    if changed:
-        # Rows are locked in id order, so two librarians refreshing overlapping rows wait, never deadlock.
-        changed.sort(key=lambda t: t[1])
-        async with con.cursor() as cur:
-            await cur.executemany("UPDATE memory SET context_text = %s WHERE id = %s", changed)
-    return len(changed)
-
-
 class PostgresStore:
     def __init__(self, url: str) -> None:
         self.url = url
@@ -224,7 +152,7 @@ class PostgresStore:
         self._listener: AsyncConnection[Any] | None = None
         self._listen_lock = asyncio.Lock()
         self._indexed: set[tuple[str, int]] = set()
-        self._fts: _FtsStats | None = None
+        self._fts: FtsStats | None = None
         self._large_users: dict[tuple[str, str], float] = {}
         self._fts_refresh: asyncio.Task[None] | None = None
 
@@ -432,23 +360,23 @@ class PostgresStore:
             cur = await con.execute(f"UPDATE memory SET {sets} WHERE id = %s", [*values, memory_id])
             if cur.rowcount == 1 and (search_text is not None or "deleted_at" in changes):
                 # The messages around this one index its words: they change with it, in this transaction.
-                await _refresh_context(con, [memory_id])
+                await refresh_context_rows(con, [memory_id])
             return cur.rowcount == 1
 
     async def hard_delete(self, memory_id: str) -> bool:
         # Links and feedback go by ON DELETE CASCADE; the full-text entry and the vector live in the row.
         # The neighbours' context is rebuilt without the row in the same transaction: its words go too.
         async with self._conn() as con, con.transaction():
-            around = await _neighbour_ids(con, [memory_id])
+            around = await neighbour_ids(con, [memory_id])
             cur = await con.execute("DELETE FROM memory WHERE id = %s", (memory_id,))
-            await _refresh_context(con, sorted(around), expand=False)
+            await refresh_context_rows(con, sorted(around), expand=False)
             return cur.rowcount == 1
 
     async def refresh_context(self, ids: list[str]) -> int:
         if not ids:
             return 0
         async with self._conn() as con, con.transaction():
-            return await _refresh_context(con, ids)
+            return await refresh_context_rows(con, ids)
 
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
                             after_id: str | None = None) -> list[Memory]:
@@ -498,32 +426,12 @@ class PostgresStore:
         where, params = where_clause(f, "%s", _tags_sql, lambda t: t)
         stats = await self._fts_stats()
         idf = [stats.idf(p.split()) for p in phrases]
-        # Each term is a phrase of adjacent tokens; phraseto_tsquery parses it with the same parser that
-        # indexed `search_text`, so both sides split alike. Terms are OR-ed. The score is Okapi BM25, the
-        # formula SQLite's FTS5 uses, so hybrid ranking weighs keyword hits alike on both backends:
-        # ts_rank_cd with no normalisation counts a phrase's occurrences (tf), those in the neighbour context
-        # (label D) at CONTEXT_WEIGHT as FTS5's column weight does; the document length is the prepared
-        # texts', idf comes from the planner's statistics (`_fts_stats`).
-        tsq = " || ".join(["phraseto_tsquery('simple', %s)"] * len(phrases))
-        # Per term: tf_i = occurrences of its phrase; BM25 = Σ idf_i·tf_i·(k1+1) / (tf_i + k1·norm). Written
-        # out as plain expressions (a per-row subquery over the terms cost ~15 µs a row).
-        tfs = ", ".join(f"ts_rank_cd('{{{CONTEXT_WEIGHT},1,1,1}}', c.tsv, phraseto_tsquery('simple', %s), 0) "
-                        f"AS tf{i}"
-                        for i in range(len(phrases)))
-        score = " + ".join(f"%s::float8 * t.tf{i} * {BM25_K1 + 1} / (t.tf{i} + {BM25_K1} * t.norm)"
-                           for i in range(len(phrases)))
-        q = (f"WITH c AS MATERIALIZED (SELECT m.id, m.search_tsv AS tsv, "
-             f"octet_length(m.search_text) + octet_length(m.context_text) AS dl "
-             f"FROM memory m WHERE m.search_tsv @@ ({tsq}) AND {where}), "
-             f"t AS (SELECT c.id, {tfs}, 1 - {BM25_B} + {BM25_B} * COALESCE(c.dl / NULLIF(%s::float8, 0), 1) "
-             f"AS norm FROM c), "
-             f"s AS (SELECT t.id, {score} AS score FROM t ORDER BY score DESC LIMIT %s) "
-             f"SELECT {_SELECT}, s.score FROM s JOIN memory m ON m.id = s.id ORDER BY s.score DESC, m.created_at DESC")
+        q = bm25_sql(len(phrases), where, _SELECT)
         async with self._conn() as con:
             rows = await (await con.execute(q, [*phrases, *params, *phrases, stats.avg_len, *idf, limit])).fetchall()
         return [(_row_to_memory(r[:-1]), float(r[-1])) for r in rows]
 
-    async def _fts_stats(self) -> _FtsStats:
+    async def _fts_stats(self) -> FtsStats:
         """Row count, mean prepared-text length and lexeme frequencies, from the statistics ANALYZE keeps
         (autovacuum refreshes them): reading them costs a catalogue lookup, counting matches would cost a
         scan per query. idf needs magnitudes, not exact counts, so they are cached for a few minutes and
@@ -543,27 +451,9 @@ class PostgresStore:
         finally:
             self._fts_refresh = None
 
-    async def _read_fts_stats(self) -> _FtsStats:
-        now = time.monotonic()
+    async def _read_fts_stats(self) -> FtsStats:
         async with self._conn() as con:
-            row = await (await con.execute(
-                "SELECT c.reltuples, "
-                "(SELECT most_common_elems::text::text[] FROM pg_stats s WHERE s.schemaname = n.nspname "
-                " AND s.tablename = 'memory' AND s.attname = 'search_tsv'), "
-                "(SELECT most_common_elem_freqs FROM pg_stats s WHERE s.schemaname = n.nspname "
-                " AND s.tablename = 'memory' AND s.attname = 'search_tsv') "
-                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE c.oid = 'memory'::regclass")).fetchone()
-            n_rows, elems, freqs = row if row else (0, None, None)
-            # Mean document length from a sample of ~5,000 rows. octet_length reads the raw size from the
-            # TOAST header without fetching the text; pg_stats.avg_width would give the stored (toasted,
-            # pointer-sized) width instead.
-            pct = 100.0 if (n_rows or 0) <= 5_000 else max(0.05, 100.0 * 5_000 / float(n_rows))
-            sample = await (await con.execute(
-                "SELECT avg(octet_length(search_text) + octet_length(context_text)) "
-                f"FROM memory TABLESAMPLE SYSTEM ({pct:.4f})")).fetchone()
-            avg_width = sample[0] if sample and sample[0] is not None else 0
-        return _FtsStats.build(now, float(n_rows or 0), float(avg_width or 0), elems or [], freqs or [])
+            return await read_fts_stats(con)
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
         if not needle.strip():
@@ -582,7 +472,7 @@ class PostgresStore:
         if limit <= 0 or dims == 0:
             return []
         where, params = where_clause(f, "%s", _tags_sql, lambda t: t)
-        typ, _ = _vector_type(dims)
+        typ, _ = vector_type(dims)
         # Literals, not parameters, for the model and dimension: the planner must see them to match the
         # partial index predicate.
         model_cond = sql.SQL("m.embedding_model = {} AND vector_dims(m.embedding) = {}").format(
@@ -613,17 +503,11 @@ class PostgresStore:
                     return hits
             return await self._exact_search(con, where, params, model_cond, typ, qvec, limit)
 
-    def _knn_sql(self, inner: str, typ: str) -> str:
-        # The inner query yields (id, dist); the outer one re-sorts by exact distance (relaxed_order
-        # iterative scans may return rows slightly out of order) and fetches the rows.
-        return (f"WITH top AS MATERIALIZED ({inner}) SELECT {_SELECT}, 1 - top.dist FROM top "
-                f"JOIN memory m ON m.id = top.id ORDER BY top.dist")
-
     async def _hnsw_search(self, con: AsyncConnection[Any], where: str, params: list[Any], model_cond: sql.Composed,
                            typ: str, qvec: Vector, limit: int) -> list[tuple[Memory, float]]:
         inner = (f"SELECT m.id, m.embedding::{typ} <=> %s::{typ} AS dist FROM memory m "
                  f"WHERE {where} AND {{model}} ORDER BY dist LIMIT %s")
-        q = sql.SQL(self._knn_sql(inner, typ)).format(model=model_cond)
+        q = sql.SQL(knn_sql(inner, typ, _SELECT)).format(model=model_cond)
         if limit <= HNSW_EF_SEARCH:
             rows = await (await con.execute(q, [qvec, *params, limit], prepare=False)).fetchall()
         else:
@@ -640,7 +524,7 @@ class PostgresStore:
         # without it the planner may push ORDER BY … LIMIT into the HNSW index and lose filtered rows.
         inner = (f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding FROM memory m WHERE {where} AND {{model}}) "
                  f"SELECT c.id, c.embedding::{typ} <=> %s::{typ} AS dist FROM c ORDER BY dist LIMIT %s")
-        q = sql.SQL(self._knn_sql(inner, typ)).format(model=model_cond)
+        q = sql.SQL(knn_sql(inner, typ, _SELECT)).format(model=model_cond)
         rows = await (await con.execute(q, [*params, qvec, limit], prepare=False)).fetchall()
         return [(_row_to_memory(r[:-1]), float(r[-1])) for r in rows]
 

@@ -1,0 +1,119 @@
+"""Full text on PostgreSQL: Okapi BM25 over the generated tsvector, its corpus statistics, and the neighbour
+context (gieok.store.context_sql) of each chat row.
+
+The score is the formula SQLite's FTS5 uses, so hybrid ranking weighs keyword hits alike on both backends.
+Each query term is a phrase of adjacent tokens; `phraseto_tsquery` parses it with the same parser that
+indexed the prepared text, so both sides split alike, and terms are OR-ed. `ts_rank_cd` with no
+normalisation counts a phrase's occurrences (tf), those in the neighbour context (tsvector label D) at
+CONTEXT_WEIGHT as FTS5's column weight does; the document length is the prepared texts'; idf comes from the
+planner's statistics (`read_fts_stats`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from gieok.store.context_sql import CONTEXT_CHARS, CONTEXT_WEIGHT, contexts_sql, neighbours_sql
+
+BM25_K1, BM25_B = 1.2, 0.75     # FTS5's defaults
+FTS_STATS_TTL_S = 300.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FtsStats:
+    at: float
+    rows: float
+    avg_len: float
+    freq: dict[str, float]
+    floor: float            # a lexeme missing from the most-common list is rarer than this
+
+    @classmethod
+    def build(cls, at: float, rows: float, avg_len: float, elems: list[str], freqs: list[float]) -> FtsStats:
+        # most_common_elem_freqs ends with three extra numbers (min, max, null fraction).
+        per = dict(zip(elems, freqs[:len(elems)], strict=False))
+        floor = (freqs[len(elems)] if len(freqs) > len(elems) else 0.0) / 2
+        return cls(at, max(rows, 0.0), max(avg_len, 0.0), per, floor)
+
+    def idf(self, tokens: list[str]) -> float:
+        """BM25 idf (Lucene's non-negative form) of a phrase, its document frequency estimated by its
+        rarest token. Without statistics yet (a new table) every term weighs the same."""
+        if self.rows < 1:
+            return 1.0
+        df = max(1.0, min(self.freq.get(t, self.floor) for t in tokens) * self.rows)
+        return math.log(1 + (self.rows - df + 0.5) / (df + 0.5))
+
+
+def bm25_sql(n_phrases: int, where: str, select: str) -> str:
+    """The keyword query for `n_phrases` terms under filter `where`, returning `select` columns and the score.
+    Parameters, in order: the phrases, the filter's, the phrases again, the mean document length, one idf
+    per phrase, the limit."""
+    tsq = " || ".join(["phraseto_tsquery('simple', %s)"] * n_phrases)
+    # Per term: tf_i = occurrences of its phrase; BM25 = Σ idf_i·tf_i·(k1+1) / (tf_i + k1·norm). Written out
+    # as plain expressions (a per-row subquery over the terms cost ~15 µs a row).
+    tfs = ", ".join(f"ts_rank_cd('{{{CONTEXT_WEIGHT},1,1,1}}', c.tsv, phraseto_tsquery('simple', %s), 0) AS tf{i}"
+                    for i in range(n_phrases))
+    score = " + ".join(f"%s::float8 * t.tf{i} * {BM25_K1 + 1} / (t.tf{i} + {BM25_K1} * t.norm)"
+                       for i in range(n_phrases))
+    return (f"WITH c AS MATERIALIZED (SELECT m.id, m.search_tsv AS tsv, "
+            f"octet_length(m.search_text) + octet_length(m.context_text) AS dl "
+            f"FROM memory m WHERE m.search_tsv @@ ({tsq}) AND {where}), "
+            f"t AS (SELECT c.id, {tfs}, 1 - {BM25_B} + {BM25_B} * COALESCE(c.dl / NULLIF(%s::float8, 0), 1) "
+            f"AS norm FROM c), "
+            f"s AS (SELECT t.id, {score} AS score FROM t ORDER BY score DESC LIMIT %s) "
+            f"SELECT {select}, s.score FROM s JOIN memory m ON m.id = s.id ORDER BY s.score DESC, m.created_at DESC")
+
+
+async def read_fts_stats(con: AsyncConnection[Any]) -> FtsStats:
+    """Row count, mean prepared-text length and lexeme frequencies, from the statistics ANALYZE keeps
+    (autovacuum refreshes them): a catalogue lookup, where counting matches would cost a scan per query."""
+    now = time.monotonic()
+    row = await (await con.execute(
+        "SELECT c.reltuples, "
+        "(SELECT most_common_elems::text::text[] FROM pg_stats s WHERE s.schemaname = n.nspname "
+        " AND s.tablename = 'memory' AND s.attname = 'search_tsv'), "
+        "(SELECT most_common_elem_freqs FROM pg_stats s WHERE s.schemaname = n.nspname "
+        " AND s.tablename = 'memory' AND s.attname = 'search_tsv') "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.oid = 'memory'::regclass")).fetchone()
+    n_rows, elems, freqs = row if row else (0, None, None)
+    # Mean document length from a sample of ~5,000 rows. octet_length reads the raw size from the TOAST
+    # header without fetching the text; pg_stats.avg_width would give the stored (toasted, pointer-sized)
+    # width instead.
+    pct = 100.0 if (n_rows or 0) <= 5_000 else max(0.05, 100.0 * 5_000 / float(n_rows))
+    sample = await (await con.execute(
+        "SELECT avg(octet_length(search_text) + octet_length(context_text)) "
+        f"FROM memory TABLESAMPLE SYSTEM ({pct:.4f})")).fetchone()
+    avg_width = sample[0] if sample and sample[0] is not None else 0
+    return FtsStats.build(now, float(n_rows or 0), float(avg_width or 0), elems or [], freqs or [])
+
+
+async def neighbour_ids(con: AsyncConnection[Any], ids: list[str]) -> set[str]:
+    out: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        for row in await (await con.execute(neighbours_sql("%s", len(chunk)), chunk)).fetchall():
+            out.update(x for x in row if x)
+    return out
+
+
+async def refresh_context(con: AsyncConnection[Any], ids: list[str], *, expand: bool = True) -> int:
+    """Rewrite `context_text` of `ids` (and, with `expand`, of their neighbours) where it changed."""
+    targets = sorted(set(ids) | (await neighbour_ids(con, ids) if expand else set()))
+    changed: list[tuple[str, str]] = []
+    for start in range(0, len(targets), 500):
+        chunk = targets[start:start + 500]
+        q = contexts_sql("%s", len(chunk), lambda c: f"right({c}, {CONTEXT_CHARS})",
+                         lambda c: f"left({c}, {CONTEXT_CHARS})")
+        rows = await (await con.execute(q, chunk)).fetchall()
+        changed.extend((new, mid) for mid, old, new in rows if new != old)
+    if changed:
+        # Rows are locked in id order, so two librarians refreshing overlapping rows wait, never deadlock.
+        changed.sort(key=lambda t: t[1])
+        async with con.cursor() as cur:
+            await cur.executemany("UPDATE memory SET context_text = %s WHERE id = %s", changed)
+    return len(changed)
