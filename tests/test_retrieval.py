@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gieok.errors import StoreError
 from gieok.ingest import MessageIn
 from gieok.models import Memory
 from gieok.retrieval.ranking import RECIPES, Candidate, model_cos_floor, model_fallback_threshold, rank
@@ -192,3 +193,13 @@ def test_priors_do_not_lift_an_irrelevant_pinned_memory() -> None:
                 limit=2)
     assert [h.memory.id for h in hits] == ["a", "b"]
     assert hits[0].parts["prior_gate"] == 1.0 and hits[1].parts["prior_gate"] < 0.5
+
+
+async def test_a_store_failure_surfaces_as_itself(plain: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Keyword and vector candidates are fetched concurrently; a failure must still reach callers (the MCP
+    # error mapping) as the store's own error, not wrapped in an exception group.
+    async def broken(*_a: object, **_k: object) -> list[object]:
+        raise StoreError("database is locked")
+    monkeypatch.setattr(plain.store, "keyword_search", broken)
+    with pytest.raises(StoreError, match="database is locked"):
+        await plain.search(plain.filters("alice"), "anything", now=NOW)

@@ -24,13 +24,19 @@ async def test_common_terms_are_dropped_only_above_the_cap(tmp_path: Path, monke
     await store.insert_many(rows)
     f = SearchFilters(user_id="u")
     terms = query_terms("project zeppelin")
-    assert store._bounded_terms(terms) == [["zeppelin"], ["project"]]          # under the cap: all terms
+    assert store._bounded_terms(terms) == ([["zeppelin"], ["project"]], 62)    # under the cap: all terms
     monkeypatch.setattr(SQLiteStore, "MAX_SCORED_MATCHES", 10)
-    assert store._bounded_terms(terms) == [["zeppelin"]]                       # the common one goes
+    assert store._bounded_terms(terms) == ([["zeppelin"]], 1)                  # the common one goes
     hits = await store.keyword_search(f, terms, 5)
     assert [m.content for m, _ in hits] == ["project zeppelin launch"]
-    # A query of only common words still searches (the rarest term is always kept).
-    assert len(await store.keyword_search(f, query_terms("project"), 5)) == 5
+    # A query of only common words still searches; its work is bounded: the newest 10 matches that pass
+    # the filters are ranked (another user's newer rows do not count).
+    await store.insert_many([prepare(MessageIn(content=f"project of bob {i}", user_id="bob"), max_bytes=4096)
+                             for i in range(20)])
+    hits = await store.keyword_search(f, query_terms("project"), 5)
+    newest = {m.content for m, _ in rows[-10:]}
+    assert len(hits) == 5 and {m.content for m, _ in hits} <= newest
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
     await store.close()
 
 

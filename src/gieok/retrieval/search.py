@@ -6,12 +6,14 @@ import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+import anyio
+
 from gieok.embed.base import Embedder
 from gieok.errors import ProviderError
-from gieok.models import Hit, SearchFilters
+from gieok.models import Hit, Memory, SearchFilters
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
-from gieok.store.base import Store
+from gieok.store.base import Store, Vector
 from gieok.text import query_terms
 
 log = logging.getLogger(__name__)
@@ -35,35 +37,55 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     terms = query_terms(query)
     tokens = {t for term in terms for t in term} | {w for w in query.lower().split()}
     notes: list[str] = []
-    cands: dict[str, Candidate] = {}
-    qvec = None
-    if recipe.use_vectors and embedder is not None:
+    windows = query_windows(query, now) if recipe.r_date else []
+    qvec: Vector | None = None
+    vec_hits: list[tuple[Memory, float]] = []
+    kw_hits: list[tuple[Memory, float]] | None = None
+
+    async def semantic(emb: Embedder) -> None:
+        nonlocal qvec
         try:
-            qvec = await embedder.embed_query(query)
+            qvec = await emb.embed_query(query)
         except ProviderError as exc:
             # A provider outage degrades search to keywords; it never fails it.
             notes.append(f"semantic search unavailable ({exc}); keyword results only")
             log.warning("query embedding failed: %s", exc)
-        if qvec is not None:
-            for m, cos in await store.vector_search(f, embedder.name, qvec, recipe.candidates):
-                cands[m.id] = Candidate(m, cos=cos)
-    windows = query_windows(query, now) if recipe.r_date else []
-    if qvec is not None and embedder is not None:
+            return
+        vec_hits.extend(await store.vector_search(f, emb.name, qvec, recipe.candidates))
         for since, until in windows[:3]:
             # The named window's best matches join the pool (capped: a query naming many dates stays cheap).
             lo = max(since, f.since) if f.since else since
             hi = min(until, f.until) if f.until else until
             if lo < hi:
-                for m, cos in await store.vector_search(replace(f, since=lo, until=hi), embedder.name, qvec,
-                                                        recipe.date_candidates):
-                    cands.setdefault(m.id, Candidate(m, cos=cos))
-    if recipe.use_keywords or qvec is None:
-        for m, bm in await store.keyword_search(f, terms, recipe.candidates):
-            c = cands.get(m.id)
-            if c is None:
-                cands[m.id] = Candidate(m, bm25=bm)
-            else:
-                c.bm25 = bm
+                vec_hits.extend(await store.vector_search(replace(f, since=lo, until=hi), emb.name, qvec,
+                                                          recipe.date_candidates))
+
+    async def keywords() -> None:
+        nonlocal kw_hits
+        kw_hits = await store.keyword_search(f, terms, recipe.candidates)
+
+    # The two candidate lists are independent: fetched side by side (the query embedding and the vector scan
+    # overlap the full-text query; all of them run off the event loop).
+    try:
+        async with anyio.create_task_group() as tg:
+            if recipe.use_vectors and embedder is not None:
+                tg.start_soon(semantic, embedder)
+            if recipe.use_keywords:
+                tg.start_soon(keywords)
+    except BaseExceptionGroup as group:
+        # Callers handle a store error as such, not wrapped in a group.
+        raise group.exceptions[0] from None
+    if kw_hits is None and qvec is None:
+        await keywords()        # no vectors to go by: keywords answer
+    cands: dict[str, Candidate] = {}
+    for m, cos in vec_hits:
+        cands.setdefault(m.id, Candidate(m, cos=cos))
+    for m, bm in kw_hits or []:
+        c = cands.get(m.id)
+        if c is None:
+            cands[m.id] = Candidate(m, bm25=bm)
+        else:
+            c.bm25 = bm
     if qvec is not None and embedder is not None and cands:
         vecs = await store.get_vectors(list(cands), embedder.name)
         for mid, c in cands.items():

@@ -362,14 +362,35 @@ class SQLiteStore:
         if not terms:
             return []
         where, params = where_clause(f, "?", _tags_sql, iso)
-        match = fts5_query(self._bounded_terms(terms))
+        kept, potential = self._bounded_terms(terms)
+        match = fts5_query(kept)
         # Two steps: rank inside the FTS index alone (its `ORDER BY rank LIMIT` path touches no memory rows),
         # then fetch and filter the top rows by rowid, widening until enough pass. Joining every match to
         # its memory row before sorting cost ~200 ms for common words at 100k rows.
         top_sql = "SELECT rowid, -rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?"
         fetch_where = where.replace("m.user_id = ?", "+m.user_id = ?", 1)
 
+        def newest_ranked() -> list[tuple[Memory, float]]:
+            # Even the rarest term matches too many rows to score them all: score the newest
+            # MAX_SCORED_MATCHES matches that pass the filters (FTS5 walks its matches in rowid order and
+            # stops there), then rank those.
+            with self._lock:
+                scored = self.db.execute(
+                    f"SELECT m.seq, -memory_fts.rank FROM memory_fts JOIN memory m ON m.seq = memory_fts.rowid "
+                    f"WHERE memory_fts MATCH ? AND {fetch_where} ORDER BY memory_fts.rowid DESC LIMIT ?",
+                    [match, *params, self.MAX_SCORED_MATCHES]).fetchall()
+                top = sorted(scored, key=lambda r: -r[1])[:limit]
+                score = {int(r[0]): float(r[1]) for r in top}
+                rows = self.db.execute(
+                    f"SELECT m.seq, {_SELECT} FROM memory m WHERE m.seq IN ({','.join('?' * len(top))})",
+                    list(score)).fetchall() if top else []
+            found = [(_row_to_memory(r[1:]), score[r[0]]) for r in rows]
+            found.sort(key=lambda t: -t[1])
+            return found
+
         def run() -> list[tuple[Memory, float]]:
+            if potential > self.MAX_SCORED_MATCHES:
+                return newest_ranked()
             want = max(limit * 2, 50)  # widened below when filters reject rows
             while True:
                 with self._lock:
@@ -399,11 +420,13 @@ class SQLiteStore:
 
     # BM25 in FTS5 scores every matching row before it can sort; a query made of very common words over a big
     # store would score most of it. Above this many potential matches the most common terms are left out:
-    # they carry little idf weight, and rows matching only them would not reach the top anyway. Small stores
-    # never reach the cap, so their ranking is exact.
+    # they carry little idf weight, and rows matching only them would not reach the top anyway; if the rarest
+    # term alone matches more, only its newest matches are scored (`newest_ranked`). Small stores never reach
+    # the cap, so their ranking is exact.
     MAX_SCORED_MATCHES = 2000
 
-    def _bounded_terms(self, terms: list[list[str]]) -> list[list[str]]:
+    def _bounded_terms(self, terms: list[list[str]]) -> tuple[list[list[str]], int]:
+        """The terms to match, rarest first within the cap, and how many rows they may match."""
         tokens = sorted({t for term in terms for t in term})
         with self._lock:
             df = dict(self.db.execute(
@@ -420,7 +443,7 @@ class SQLiteStore:
                 break
             kept.append(term)
             total += n
-        return kept
+        return kept, total
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
         if not needle.strip():
