@@ -34,6 +34,7 @@ from gieok.ids import uuid7
 from gieok.ingest import MessageIn, prepare
 from gieok.models import Memory, SearchFilters
 from gieok.store import Store, open_store
+from gieok.store.context_sql import CONTEXT_CHARS
 from gieok.text import index_text, query_terms
 
 DIM = 384
@@ -96,17 +97,34 @@ class Corpus:
 
 
 # --- loading -----------------------------------------------------------------------------------------------
+def _chunk(corpus: Corpus, start: int, stop: int, rng: np.random.Generator) -> list[tuple[str, str, str]]:
+    """(text, prepared text, neighbour context) of rows start..stop-1, the context as the librarian would
+    write it (gieok.store.context_sql): the prepared text of the previous and next row of the same user and
+    session. Sessions never straddle a chunk (chunks are multiples of 40 rows)."""
+    texts = [corpus.text(i, rng) for i in range(start, stop)]
+    prepared = [index_text(t) for t in texts]
+    by_key: dict[tuple[int, int], list[int]] = {}
+    for k, i in enumerate(range(start, stop)):
+        by_key.setdefault((int(corpus.user[i]), i // 40), []).append(k)
+    context = [""] * len(texts)
+    for ks in by_key.values():
+        for pos, k in enumerate(ks):
+            before = prepared[ks[pos - 1]][-CONTEXT_CHARS:] if pos > 0 else ""
+            after = prepared[ks[pos + 1]][:CONTEXT_CHARS] if pos + 1 < len(ks) else ""
+            context[k] = f"{before} {after}".strip()
+    return list(zip(texts, prepared, context, strict=True))
+
+
 async def _load_sqlite(store: Any, corpus: Corpus, echo: Echo) -> None:
     from gieok.store.sqlite import SQLiteStore
     assert isinstance(store, SQLiteStore)
-    cols = (*store._INSERT_COLS, "embedding", "embed_gen")
+    cols = (*store._INSERT_COLS, "context_text", "embedding", "embed_gen")
     q = f"INSERT INTO memory ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
     rng = np.random.default_rng(1)
     for s in range(0, corpus.n, 20_000):
         params = []
-        for i in range(s, min(corpus.n, s + 20_000)):
-            text = corpus.text(i, rng)
-            params.append([*store._insert_params(corpus.memory(i, text), index_text(text)),
+        for i, (text, prepared, context) in enumerate(_chunk(corpus, s, min(corpus.n, s + 20_000), rng), start=s):
+            params.append([*store._insert_params(corpus.memory(i, text), prepared), context,
                            corpus.x[i].tobytes(), i + 1])
         with store._write() as db:
             db.executemany(q, params)
@@ -120,9 +138,10 @@ async def _load_postgres(store: Any, corpus: Corpus, echo: Echo) -> None:
     from gieok.store.postgres_migrations import MEMORY_INDEXES
     assert isinstance(store, PostgresStore)
     cols = ("id", "user_id", "agent_platform", "session_id", "role", "p_tags", "content", "search_text",
-            "content_hash", "embedding", "embedding_model", "tag_status", "embed_status", "created_at", "updated_at")
-    types = ["text", "text", "text", "text", "text", "text[]", "text", "text", "text", "vector", "text", "text",
-             "text", "timestamptz", "timestamptz"]
+            "context_text", "content_hash", "embedding", "embedding_model", "tag_status", "embed_status",
+            "created_at", "updated_at")
+    types = ["text", "text", "text", "text", "text", "text[]", "text", "text", "text", "text", "vector", "text",
+             "text", "text", "timestamptz", "timestamptz"]
     rng = np.random.default_rng(1)
     async with store._conn() as con:
         # Indexes are built after the COPY: several times faster than loading into an indexed table.
@@ -132,11 +151,11 @@ async def _load_postgres(store: Any, corpus: Corpus, echo: Echo) -> None:
             async with con.transaction(), con.cursor() as cur, \
                     cur.copy(f"COPY memory ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as cp:
                 cp.set_types(types)
-                for i in range(s, min(corpus.n, s + 20_000)):
-                    text = corpus.text(i, rng)
+                for i, (text, prepared, context) in enumerate(_chunk(corpus, s, min(corpus.n, s + 20_000), rng),
+                                                              start=s):
                     m = corpus.memory(i, text)
                     await cp.write_row((m.id, m.user_id, m.agent_platform, m.session_id, m.role, m.p_tags, text,
-                                        index_text(text), m.content_hash, corpus.x[i], MODEL, "ok", "ok",
+                                        prepared, context, m.content_hash, corpus.x[i], MODEL, "ok", "ok",
                                         m.created_at, m.updated_at))
             if s % 200_000 == 0:
                 echo(f"  postgres: {min(corpus.n, s + 20_000):,} rows")
