@@ -22,8 +22,9 @@ TYPE_BOOST = {"semantic": 0.10, "working": -0.05}
 class Recipe:
     """Weights of the §6 formulas. Defaults differ from memento's table where the dev benchmark measured a
     loss (see README, retrieval): recency 0.20 → 0.02 (a 30-day half-life outweighed relevance and buried
-    months-old evidence: LoCoMo R@10 0.31 → 0.68), BM25 0.30 → 0.40, keep threshold 0.35 → 0.10 (0.35 dropped
-    a third of the evidence; the keyword fallback already handles "nothing relevant")."""
+    months-old evidence: LoCoMo R@10 0.31 → 0.68), BM25 0.30 → 0.40, keep threshold 0.35 → 0.05 (0.35 dropped
+    a third of the evidence; the keyword fallback already handles "nothing relevant"). Added to §6: a bonus
+    for rows created on a date the query names (`r_date`)."""
 
     name: str
     use_vectors: bool = True
