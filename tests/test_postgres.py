@@ -252,6 +252,24 @@ async def test_keyword_score_is_bm25_with_idf(pg: PostgresStore, pg_url: str) ->
     assert hits[0][0].id == rare.id and hits[0][1] > 3 * hits[1][1] > 0
 
 
+async def test_keyword_work_is_bounded_on_common_terms(pg: PostgresStore, pg_url: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [mem(i, content=f"the project update number {i}") for i in range(60)]
+    rare = mem(60, content="project zeppelin launch")
+    bob = [mem(100 + i, user="bob", content=f"project of bob {i}") for i in range(20)]
+    await pg.insert_many([(m, index_text(m.content)) for m in [*rows, rare, *bob]])
+    sql(pg_url, "ANALYZE memory")
+    monkeypatch.setattr(PostgresStore, "MAX_SCORED_MATCHES", 10)
+    f = SearchFilters(user_id="alice")
+    # The common term is left out: only the rare one is matched.
+    assert [m.id for m, _ in await pg.keyword_search(f, query_terms("project zeppelin"), 5)] == [rare.id]
+    # A query of only common words still searches; only the newest 10 of alice's matches are scored.
+    hits = await pg.keyword_search(f, query_terms("project"), 5)
+    newest = {m.id for m in [*rows, rare][-10:]}
+    assert len(hits) == 5 and {m.id for m, _ in hits} <= newest
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+
+
 def test_url_options_and_errors() -> None:
     info, pool = postgres_conninfo("postgresql+psycopg://u:pw@db.example:5432/gieok?sslmode=require&pool_max_size=20")
     assert info == "postgresql://u:pw@db.example:5432/gieok?sslmode=require" and pool == {"max_size": 20}

@@ -27,6 +27,29 @@ UPDATABLE = frozenset({
 })
 
 
+# BM25 scores every matching row before it can sort; a query of very common words over a big store would
+# score most of it. Both backends bound that work: above this many potential matches the most common terms are
+# left out (they carry little idf weight, and rows matching only them would not reach the top anyway), and if
+# the rarest term alone matches more, only its newest matches are scored. Small stores never reach the cap,
+# so their ranking is exact.
+MAX_SCORED_MATCHES = 2000
+
+
+def rarest_terms(terms: list[list[str]], doc_freq: list[float], cap: int) -> tuple[list[list[str]], float]:
+    """The terms to match, rarest first while their document frequencies add up to at most `cap` (the rarest
+    always), and how many rows they may match. Terms found nowhere are dropped unless nothing is left."""
+    freq = sorted(((n, i) for i, n in enumerate(doc_freq) if n > 0), key=lambda t: t[0]) or \
+        [(n, i) for i, n in enumerate(doc_freq)]
+    kept: list[list[str]] = []
+    total = 0.0
+    for n, i in freq:
+        if kept and total + n > cap:
+            break
+        kept.append(terms[i])
+        total += n
+    return kept, total
+
+
 def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
     """The changes of an `update_memory`, refused when they touch a column callers may not change, with
     `updated_at` stamped unless given. Shared by the backends so both refuse the same things."""

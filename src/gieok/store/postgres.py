@@ -43,7 +43,17 @@ from psycopg_pool import AsyncConnectionPool
 
 from gieok.errors import ConfigError, StoreError
 from gieok.models import Memory, SearchFilters
-from gieok.store.base import ColdResult, FeedbackRow, Link, ProjectTag, UserProfile, Vector, checked_changes
+from gieok.store.base import (
+    MAX_SCORED_MATCHES,
+    ColdResult,
+    FeedbackRow,
+    Link,
+    ProjectTag,
+    UserProfile,
+    Vector,
+    checked_changes,
+    rarest_terms,
+)
 from gieok.store.postgres_migrations import EXTENSIONS, MIGRATIONS, PENDING_PREDICATE
 from gieok.store.postgres_text import FTS_STATS_TTL_S, FtsStats, bm25_sql, neighbour_ids, read_fts_stats
 from gieok.store.postgres_text import refresh_context as refresh_context_rows
@@ -143,6 +153,8 @@ def _redacted(url: str) -> str:
 
 
 class PostgresStore:
+    MAX_SCORED_MATCHES = MAX_SCORED_MATCHES     # see gieok.store.base
+
     def __init__(self, url: str) -> None:
         self.url = url
         self._conninfo, opts = postgres_conninfo(url)
@@ -425,10 +437,17 @@ class PostgresStore:
             return []
         where, params = where_clause(f, "%s", _tags_sql, lambda t: t)
         stats = await self._fts_stats()
+        # Bounded work on huge stores, as on SQLite (gieok.store.base.MAX_SCORED_MATCHES).
+        kept, potential = rarest_terms([p.split() for p in phrases], [stats.df(p.split()) for p in phrases],
+                                       self.MAX_SCORED_MATCHES)
+        phrases = [" ".join(t) for t in kept]
         idf = [stats.idf(p.split()) for p in phrases]
-        q = bm25_sql(len(phrases), where, _SELECT)
+        newest = potential > self.MAX_SCORED_MATCHES
+        q = bm25_sql(len(phrases), where, _SELECT, newest=newest)
+        cap = [self.MAX_SCORED_MATCHES] if newest else []
         async with self._conn() as con:
-            rows = await (await con.execute(q, [*phrases, *params, *phrases, stats.avg_len, *idf, limit])).fetchall()
+            rows = await (await con.execute(q, [*phrases, *params, *cap, *phrases, stats.avg_len, *idf,
+                                                limit])).fetchall()
         return [(_row_to_memory(r[:-1]), float(r[-1])) for r in rows]
 
     async def _fts_stats(self) -> FtsStats:

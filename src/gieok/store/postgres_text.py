@@ -39,19 +39,23 @@ class FtsStats:
         floor = (freqs[len(elems)] if len(freqs) > len(elems) else 0.0) / 2
         return cls(at, max(rows, 0.0), max(avg_len, 0.0), per, floor)
 
+    def df(self, tokens: list[str]) -> float:
+        """Estimated rows a phrase matches: those of its rarest token (0 without statistics yet)."""
+        return max(1.0, min(self.freq.get(t, self.floor) for t in tokens) * self.rows) if self.rows >= 1 else 0.0
+
     def idf(self, tokens: list[str]) -> float:
-        """BM25 idf (Lucene's non-negative form) of a phrase, its document frequency estimated by its
-        rarest token. Without statistics yet (a new table) every term weighs the same."""
+        """BM25 idf (Lucene's non-negative form) of a phrase. Without statistics yet (a new table) every term
+        weighs the same."""
         if self.rows < 1:
             return 1.0
-        df = max(1.0, min(self.freq.get(t, self.floor) for t in tokens) * self.rows)
+        df = self.df(tokens)
         return math.log(1 + (self.rows - df + 0.5) / (df + 0.5))
 
 
-def bm25_sql(n_phrases: int, where: str, select: str) -> str:
+def bm25_sql(n_phrases: int, where: str, select: str, *, newest: bool = False) -> str:
     """The keyword query for `n_phrases` terms under filter `where`, returning `select` columns and the score.
-    Parameters, in order: the phrases, the filter's, the phrases again, the mean document length, one idf
-    per phrase, the limit."""
+    Parameters, in order: the phrases, the filter's, [with `newest`: how many of the newest matches to
+    score,] the phrases again, the mean document length, one idf per phrase, the limit."""
     tsq = " || ".join(["phraseto_tsquery('simple', %s)"] * n_phrases)
     # Per term: tf_i = occurrences of its phrase; BM25 = Σ idf_i·tf_i·(k1+1) / (tf_i + k1·norm). Written out
     # as plain expressions (a per-row subquery over the terms cost ~15 µs a row).
@@ -61,7 +65,8 @@ def bm25_sql(n_phrases: int, where: str, select: str) -> str:
                        for i in range(n_phrases))
     return (f"WITH c AS MATERIALIZED (SELECT m.id, m.search_tsv AS tsv, "
             f"octet_length(m.search_text) + octet_length(m.context_text) AS dl "
-            f"FROM memory m WHERE m.search_tsv @@ ({tsq}) AND {where}), "
+            f"FROM memory m WHERE m.search_tsv @@ ({tsq}) AND {where}"
+            f"{' ORDER BY m.created_at DESC LIMIT %s' if newest else ''}), "
             f"t AS (SELECT c.id, {tfs}, 1 - {BM25_B} + {BM25_B} * COALESCE(c.dl / NULLIF(%s::float8, 0), 1) "
             f"AS norm FROM c), "
             f"s AS (SELECT t.id, {score} AS score FROM t ORDER BY score DESC LIMIT %s) "

@@ -31,6 +31,7 @@ import numpy as np
 from gieok.errors import ConfigError, StoreError
 from gieok.models import Memory, SearchFilters
 from gieok.store.base import (
+    MAX_SCORED_MATCHES,
     ColdResult,
     FeedbackRow,
     Link,
@@ -38,6 +39,7 @@ from gieok.store.base import (
     UserProfile,
     Vector,
     checked_changes,
+    rarest_terms,
 )
 from gieok.store.context_sql import CONTEXT_CHARS, contexts_sql, neighbours_sql
 from gieok.store.sqlfilters import where_clause
@@ -418,12 +420,7 @@ class SQLiteStore:
                 want *= 8
         return await anyio.to_thread.run_sync(run)
 
-    # BM25 in FTS5 scores every matching row before it can sort; a query made of very common words over a big
-    # store would score most of it. Above this many potential matches the most common terms are left out:
-    # they carry little idf weight, and rows matching only them would not reach the top anyway; if the rarest
-    # term alone matches more, only its newest matches are scored (`newest_ranked`). Small stores never reach
-    # the cap, so their ranking is exact.
-    MAX_SCORED_MATCHES = 2000
+    MAX_SCORED_MATCHES = MAX_SCORED_MATCHES     # see gieok.store.base
 
     def _bounded_terms(self, terms: list[list[str]]) -> tuple[list[list[str]], int]:
         """The terms to match, rarest first within the cap, and how many rows they may match."""
@@ -433,17 +430,9 @@ class SQLiteStore:
                 f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({','.join('?' * len(tokens))})",
                 tokens).fetchall())
         # A phrase matches no more rows than its rarest token.
-        freq = [(min(df.get(t, 0) for t in term), term) for term in terms]
-        freq = [ft for ft in freq if ft[0] > 0] or freq
-        freq.sort(key=lambda ft: ft[0])
-        kept: list[list[str]] = []
-        total = 0
-        for n, term in freq:
-            if kept and total + n > self.MAX_SCORED_MATCHES:
-                break
-            kept.append(term)
-            total += n
-        return kept, total
+        kept, total = rarest_terms(terms, [min(df.get(t, 0) for t in term) for term in terms],
+                                   self.MAX_SCORED_MATCHES)
+        return kept, int(total)
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
         if not needle.strip():
