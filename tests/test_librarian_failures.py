@@ -199,3 +199,27 @@ async def test_explicit_memory_with_the_llm_tagger_down(tmp_path: Path, llm_serv
         assert (res.stored, res.tagged, res.embedded) == (True, "pending", "pending")
         assert "HTTP 503" in res.notes[0]
         assert await svc.store.get_memory(res.id) is not None
+
+
+async def test_a_failed_context_refresh_brings_the_batch_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are marked done only once their neighbour context is written: a database error on the way leaves
+    them leased, and they come back when the lease runs out."""
+    from gieok.errors import StoreError
+    from gieok.text import query_terms
+    async with open_service(make_settings(tmp_path, lease_seconds=60), with_embedder=False) as svc:
+        q, _ = await svc.ingest(MessageIn(content="Where did we park the zeppelin?", user_id="alice", session_id="s"))
+        a, _ = await svc.ingest(MessageIn(content="Behind hangar nine.", user_id="alice", session_id="s"))
+        lib = Librarian(svc)
+        real = svc.store.refresh_context
+
+        async def broken(ids: list[str]) -> int:
+            raise StoreError("database is locked")
+        monkeypatch.setattr(svc.store, "refresh_context", broken)
+        with pytest.raises(StoreError):
+            await lib.run_once()
+        assert {m.tag_status for m in await rows(svc)} == {"pending"}
+        monkeypatch.setattr(svc.store, "refresh_context", real)
+        await drive(lib, utcnow() + timedelta(seconds=61), steps=1, step=timedelta(seconds=1))
+        assert {m.tag_status for m in await rows(svc)} == {"ok"}
+        found = await svc.store.keyword_search(SearchFilters(user_id="alice"), query_terms("zeppelin"), 5)
+        assert {m.id for m, _ in found} == {q, a}

@@ -137,10 +137,11 @@ class Librarian:
         now = self.clock()
         results, errors = await self._process(rows)
         done = [r for mid, r in results.items() if mid not in errors]
-        await self.svc.store.complete_cold(done, now)
         # Each chat message's full-text document gains its neighbours' words (gieok.store.context_sql); the
-        # previous message gains this one's. Offline and provider-independent, so done for every row.
+        # previous message gains this one's. Offline and provider-independent, so done for every row, and
+        # before the rows are marked done: if it fails, the leases run out and the batch comes back.
         await self.svc.store.refresh_context([m.id for m in rows if m.source == "chat" and m.session_id])
+        await self.svc.store.complete_cold(done, now)
         # Partial successes (tags ok, embedding failed) are kept; the failure is recorded for a retry.
         partial = [r for mid, r in results.items()
                    if mid in errors and (r.p_tags is not None or r.embedding is not None)]
