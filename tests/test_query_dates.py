@@ -30,6 +30,11 @@ def days(q: str) -> list[tuple[str, str]]:
     ("지난주 회의 내용", [("2023-10-23", "2023-10-30")]),
     ("what did we decide yesterday?", [("2023-10-31", "2023-11-01")]),
     ("May I see the deploy notes?", []),                        # "May" the verb is not a month
+    ("could those 2 may conflict?", []),
+    ("this may break the last may release", []),
+    ("what changed on 2 May?", [("2023-05-01", "2023-05-04")]),
+    ("plans for may 2024", [("2024-05-01", "2024-06-08")]),
+    ("what happened in may", [("2023-05-01", "2023-06-08")]),
     ("3개월 전 월요일", []),
     ("31 June 2023", [("2023-06-01", "2023-07-08")]),           # no such day: the month still counts
     ("plain question with no date", []),

@@ -23,6 +23,8 @@ _MONTHS = {m: i for i, names in enumerate((
 _MON = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
+_PREPS = ("in", "during", "since", "until", "by", "early", "late", "mid", "of", "last", "this")
+_MAY_PREPS = ("in ", "during ", "since ", "until ", "early ", "late ", "mid ")
 # Most specific first; a span a pattern consumed is not read again by a later one.
 _PATTERNS = [
     re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<mon>[01]\d)(?:-(?P<day>[0-3]\d))?\b"),
@@ -30,7 +32,7 @@ _PATTERNS = [
     re.compile(rf"\b{_MON}\s+{_DAY}\b(?:,?\s+{_YEAR})?", re.I),
     re.compile(rf"\b{_MON},?\s+{_YEAR}\b", re.I),
     # A month alone only after a preposition: "May" is also a verb.
-    re.compile(rf"\b(?:in|during|since|until|by|early|late|mid|of|last|this)\s+{_MON}\b", re.I),
+    re.compile(rf"\b(?:{'|'.join(_PREPS)})\s+{_MON}\b", re.I),
     re.compile(r"(?:(?P<year>(?:19|20)\d\d)\s*년\s*)?(?P<mon>1[0-2]|0?[1-9])\s*월(?:\s*(?P<day>[0-3]?\d)\s*일)?"),
 ]
 _RELATIVE = re.compile(r"\b(yesterday|today|last week|this week|last month|this month)\b|"
@@ -72,6 +74,9 @@ def query_windows(query: str, now: datetime) -> list[Window]:
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
             g = m.groupdict()
+            if (g.get("mon") or "") == "may" and not g.get("year") and not m.group(0).lower().startswith(_MAY_PREPS):
+                continue    # "this may fail", "those 2 may conflict": lower-case "may" is a verb unless a year
+                            # or a preposition such as "in" says otherwise
             mon_s = (g.get("mon") or "").lower().rstrip(".")
             month = int(mon_s) if mon_s.isdigit() else _MONTHS.get(mon_s)
             if not month:
