@@ -15,7 +15,8 @@ so nothing spreads further than one message. Order is (created_at, id), as every
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 # Characters of each neighbour's prepared text: a long message must not swamp a short reply's document
 # (BM25 normalises by length). The end of the previous message (where its question usually is) and the
@@ -53,3 +54,23 @@ def contexts_sql(ph: str, n: int, tail: Callable[[str], str], head: Callable[[st
     fresh = f"trim(coalesce({before}, '') || ' ' || coalesce({after}, ''))"
     return (f"SELECT m.id, m.context_text, CASE WHEN {CHAT_ROW.format(a='m')} THEN {fresh} ELSE '' END "
             f"FROM memory m WHERE m.id IN ({', '.join([ph] * n)})")
+
+
+# Ids per statement: well under SQLite's 999 parameters.
+ID_CHUNK = 500
+
+
+def chunks(ids: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(ids), ID_CHUNK):
+        yield ids[start:start + ID_CHUNK]
+
+
+def changed_contexts(rows: Iterable[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """(fresh context, id) of the `contexts_sql` rows whose context changed, in id order: concurrent
+    refreshes then lock shared rows in the same order and wait for each other instead of deadlocking."""
+    return sorted(((new, mid) for mid, old, new in rows if new != old), key=lambda t: t[1])
+
+
+def rewrites_neighbours(changes: Mapping[str, Any], search_text: str | None) -> bool:
+    """Does an update change what this row's neighbours index (its words, or whether it is forgotten)?"""
+    return search_text is not None or "deleted_at" in changes

@@ -54,6 +54,7 @@ from gieok.store.base import (
     checked_changes,
     rarest_terms,
 )
+from gieok.store.context_sql import rewrites_neighbours
 from gieok.store.postgres_migrations import EXTENSIONS, MIGRATIONS, PENDING_PREDICATE
 from gieok.store.postgres_text import FTS_STATS_TTL_S, FtsStats, bm25_sql, neighbour_ids, read_fts_stats
 from gieok.store.postgres_text import refresh_context as refresh_context_rows
@@ -370,7 +371,7 @@ class PostgresStore:
         sets = ", ".join(f"{c} = %s{_CASTS.get(c, '')}" for c in cols)
         async with self._conn() as con, con.transaction():
             cur = await con.execute(f"UPDATE memory SET {sets} WHERE id = %s", [*values, memory_id])
-            if cur.rowcount == 1 and (search_text is not None or "deleted_at" in changes):
+            if cur.rowcount == 1 and rewrites_neighbours(changes, search_text):
                 # The messages around this one index its words: they change with it, in this transaction.
                 await refresh_context_rows(con, [memory_id])
             return cur.rowcount == 1
@@ -432,16 +433,15 @@ class PostgresStore:
     # --- search ----------------------------------------------------------------------------------------
     async def keyword_search(self, f: SearchFilters, terms: list[list[str]],
                              limit: int) -> list[tuple[Memory, float]]:
-        phrases = [" ".join(t) for t in terms if t]
-        if not phrases:
+        terms = [t for t in terms if t]
+        if not terms:
             return []
         where, params = where_clause(f, "%s", _tags_sql, lambda t: t)
         stats = await self._fts_stats()
         # Bounded work on huge stores, as on SQLite (gieok.store.base.MAX_SCORED_MATCHES).
-        kept, potential = rarest_terms([p.split() for p in phrases], [stats.df(p.split()) for p in phrases],
-                                       self.MAX_SCORED_MATCHES)
+        kept, potential = rarest_terms(terms, [stats.df(t) for t in terms], self.MAX_SCORED_MATCHES)
         phrases = [" ".join(t) for t in kept]
-        idf = [stats.idf(p.split()) for p in phrases]
+        idf = [stats.idf(t) for t in kept]
         newest = potential > self.MAX_SCORED_MATCHES
         q = bm25_sql(len(phrases), where, _SELECT, newest=newest)
         cap = [self.MAX_SCORED_MATCHES] if newest else []

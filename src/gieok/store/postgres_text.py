@@ -18,7 +18,14 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from gieok.store.context_sql import CONTEXT_CHARS, CONTEXT_WEIGHT, contexts_sql, neighbours_sql
+from gieok.store.context_sql import (
+    CONTEXT_CHARS,
+    CONTEXT_WEIGHT,
+    changed_contexts,
+    chunks,
+    contexts_sql,
+    neighbours_sql,
+)
 
 BM25_K1, BM25_B = 1.2, 0.75     # FTS5's defaults
 FTS_STATS_TTL_S = 300.0
@@ -99,8 +106,7 @@ async def read_fts_stats(con: AsyncConnection[Any]) -> FtsStats:
 
 async def neighbour_ids(con: AsyncConnection[Any], ids: list[str]) -> set[str]:
     out: set[str] = set()
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
+    for chunk in chunks(ids):
         for row in await (await con.execute(neighbours_sql("%s", len(chunk)), chunk)).fetchall():
             out.update(x for x in row if x)
     return out
@@ -109,16 +115,13 @@ async def neighbour_ids(con: AsyncConnection[Any], ids: list[str]) -> set[str]:
 async def refresh_context(con: AsyncConnection[Any], ids: list[str], *, expand: bool = True) -> int:
     """Rewrite `context_text` of `ids` (and, with `expand`, of their neighbours) where it changed."""
     targets = sorted(set(ids) | (await neighbour_ids(con, ids) if expand else set()))
-    changed: list[tuple[str, str]] = []
-    for start in range(0, len(targets), 500):
-        chunk = targets[start:start + 500]
+    rows: list[tuple[str, str, str]] = []
+    for chunk in chunks(targets):
         q = contexts_sql("%s", len(chunk), lambda c: f"right({c}, {CONTEXT_CHARS})",
                          lambda c: f"left({c}, {CONTEXT_CHARS})")
-        rows = await (await con.execute(q, chunk)).fetchall()
-        changed.extend((new, mid) for mid, old, new in rows if new != old)
+        rows.extend(await (await con.execute(q, chunk)).fetchall())
+    changed = changed_contexts(rows)
     if changed:
-        # Rows are locked in id order, so two librarians refreshing overlapping rows wait, never deadlock.
-        changed.sort(key=lambda t: t[1])
         async with con.cursor() as cur:
             await cur.executemany("UPDATE memory SET context_text = %s WHERE id = %s", changed)
     return len(changed)

@@ -41,7 +41,14 @@ from gieok.store.base import (
     checked_changes,
     rarest_terms,
 )
-from gieok.store.context_sql import CONTEXT_CHARS, contexts_sql, neighbours_sql
+from gieok.store.context_sql import (
+    CONTEXT_CHARS,
+    changed_contexts,
+    chunks,
+    contexts_sql,
+    neighbours_sql,
+    rewrites_neighbours,
+)
 from gieok.store.sqlfilters import where_clause
 from gieok.store.sqlite_migrations import MIGRATIONS
 from gieok.text import fts5_query
@@ -101,14 +108,9 @@ def _row_to_memory(row: tuple[Any, ...]) -> Memory:
     return Memory(**d)
 
 
-def _chunks(ids: list[str], size: int = 500) -> Iterator[list[str]]:
-    for start in range(0, len(ids), size):
-        yield ids[start:start + size]
-
-
 def _neighbour_ids(db: sqlite3.Connection, ids: list[str]) -> set[str]:
     out: set[str] = set()
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         for row in db.execute(neighbours_sql("?", len(chunk)), chunk):
             out.update(x for x in row if x)
     return out
@@ -118,11 +120,12 @@ def _refresh_context(db: sqlite3.Connection, ids: list[str], *, expand: bool = T
     """Rewrite `context_text` of `ids` (and, with `expand`, of their neighbours) where it changed; the FTS
     trigger reindexes only those rows."""
     targets = sorted(set(ids) | (_neighbour_ids(db, ids) if expand else set()))
-    changed: list[tuple[str, str]] = []
-    for chunk in _chunks(targets):
+    rows: list[tuple[str, str, str]] = []
+    for chunk in chunks(targets):
         sql = contexts_sql("?", len(chunk), lambda c: f"substr({c}, -{CONTEXT_CHARS})",
                            lambda c: f"substr({c}, 1, {CONTEXT_CHARS})")
-        changed.extend((new, mid) for mid, old, new in db.execute(sql, chunk) if new != old)
+        rows.extend(db.execute(sql, chunk))
+    changed = changed_contexts(rows)
     db.executemany("UPDATE memory SET context_text = ? WHERE id = ?", changed)
     return len(changed)
 
@@ -296,7 +299,7 @@ class SQLiteStore:
         with self._write() as db:
             cur = db.execute(f"UPDATE memory SET {', '.join(c + ' = ?' for c in cols)} WHERE id = ?",
                              [*values, memory_id])
-            if cur.rowcount == 1 and (search_text is not None or "deleted_at" in changes):
+            if cur.rowcount == 1 and rewrites_neighbours(changes, search_text):
                 # The messages around this one index its words: they change with it, in this transaction.
                 _refresh_context(db, [memory_id])
             return cur.rowcount == 1
