@@ -11,9 +11,9 @@ import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from gieok.runtime import open_service
-from gieok.service import MemoryService
-from gieok.settings import Settings, load_settings
+from gieok.app.runtime import open_service
+from gieok.core.settings import Settings, load_settings
+from gieok.memory.service import MemoryService
 from gieok.store import Store, open_store
 
 BACKENDS = ["sqlite"]

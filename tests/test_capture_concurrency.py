@@ -25,7 +25,7 @@ EVENTS = 1000
 WORKER = """
 import json, sys
 from gieok.capture.hooks import handle_claude
-from gieok.settings import load_settings
+from gieok.core.settings import load_settings
 agent, n, cwd = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 for i in range(n):
     ev = {"session_id": f"agent-{agent}", "hook_event_name": "UserPromptSubmit", "cwd": cwd,

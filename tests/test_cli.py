@@ -17,7 +17,6 @@ GIEOK = str(Path(sys.executable).with_name("gieok"))
 
 
 def _commands() -> list[tuple[str, click.Command]]:
-    from gieok import cli_extra  # noqa: F401  (registers every command)
     root = typer.main.get_command(app)
     out: list[tuple[str, click.Command]] = []
 

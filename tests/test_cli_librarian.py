@@ -15,23 +15,12 @@ import typer.main
 from typer.testing import CliRunner
 
 from gieok.cli import app as main_app
-from gieok.cli_librarian import register
 from tests.fakes.embedding_server import FakeEmbeddingServer
 
 
 @pytest.fixture(scope="module")
 def cli() -> typer.Typer:
-    # The lead wires `register` into gieok.cli_extra; here it is registered on a fresh app with the main commands
-    # we also exercise (stats, doctor, ingest), so the test does not depend on that wiring.
-    app = typer.Typer(no_args_is_help=True)
-    tags, bench = typer.Typer(help="Project tags."), typer.Typer(help="Benchmarks.")
-    app.add_typer(tags, name="tags")
-    app.add_typer(bench, name="bench")
-    wanted = ("stats", "doctor", "ingest")
-    app.registered_commands += [info for info in main_app.registered_commands
-                                if info.callback is not None and info.callback.__name__ in wanted]
-    register(app, tags, bench)
-    return app
+    return main_app
 
 
 @pytest.fixture

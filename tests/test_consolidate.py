@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from gieok.errors import NotFound
-from gieok.ingest import MessageIn
+from gieok.app.runtime import open_service
+from gieok.core.errors import NotFound
+from gieok.core.models import Memory, SearchFilters
+from gieok.core.settings import Settings, load_settings
 from gieok.librarian.consolidate import cluster_rows, consolidate, drop_from_summaries, summarize_session
 from gieok.librarian.contradictions import conflict
-from gieok.models import Memory, SearchFilters
-from gieok.runtime import open_service
-from gieok.service import MemoryService
-from gieok.settings import Settings, load_settings
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
 from tests.fakes.embedding_server import FakeEmbeddingServer
 from tests.fakes.llm_server import FakeLLMServer
 

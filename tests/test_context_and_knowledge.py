@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gieok.context import load_context
-from gieok.exporting import export_text, import_ndjson
-from gieok.ingest import MessageIn
-from gieok.models import Identity
-from gieok.runtime import open_service
-from gieok.service import MemoryService
-from gieok.settings import Settings, load_settings
+from gieok.app.runtime import open_service
+from gieok.core.models import Identity
+from gieok.core.settings import Settings, load_settings
+from gieok.memory.context import load_context
+from gieok.memory.export import export_text, import_ndjson
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 

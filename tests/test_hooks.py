@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from gieok.capture import hooks
-from gieok.settings import Settings, load_settings
+from gieok.core.settings import Settings, load_settings
 
 GIEOK = str(Path(sys.executable).with_name("gieok"))
 FIX = Path(__file__).parent / "fixtures"

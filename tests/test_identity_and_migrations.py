@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gieok.errors import StoreError
-from gieok.models import Identity
-from gieok.server.identity import platform_from_client, resolve_identity
-from gieok.store import sqlite_migrations
+from gieok.core.errors import StoreError
+from gieok.core.models import Identity
+from gieok.mcp.identity import platform_from_client, resolve_identity
+from gieok.store.sqlite import migrations as sqlite_migrations
 from gieok.store.sqlite import SQLiteStore
 
 BASE = Identity(user_id="alice", agent_platform="", agent_model="env-model")

@@ -23,8 +23,8 @@ from gieok.capture.importers import (
     stream_items,
     tool_line,
 )
-from gieok.ingest import MessageIn
-from gieok.service import MemoryService
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
 
 GIEOK = str(Path(sys.executable).with_name("gieok"))
 FIX = Path(__file__).parent / "fixtures"

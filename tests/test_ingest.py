@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gieok.errors import InvalidInput
-from gieok.ids import uuid7, uuid7_time_ms
-from gieok.ingest import MessageIn, prepare
-from gieok.service import MemoryService
-from gieok.timeparse import parse_date_range
+from gieok.core.dates import parse_date_range
+from gieok.core.errors import InvalidInput
+from gieok.core.ids import uuid7, uuid7_time_ms
+from gieok.memory.ingest import MessageIn, prepare
+from gieok.memory.service import MemoryService
 
 
 def msg(**kw: object) -> MessageIn:

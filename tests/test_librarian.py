@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from gieok.ingest import MessageIn
+from gieok.app.runtime import open_service
+from gieok.core.dates import utcnow
+from gieok.core.settings import Settings, load_settings
 from gieok.librarian.worker import Librarian
-from gieok.runtime import open_service
-from gieok.service import MemoryService
-from gieok.settings import Settings, load_settings
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
 from gieok.store.sqlite import SQLiteStore
-from gieok.timeparse import utcnow
 from tests.fakes.embedding_server import FakeEmbeddingServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,8 +57,8 @@ async def statuses(svc: MemoryService, ids: list[str]) -> list[tuple[str, str]]:
 _WORKER = textwrap.dedent("""
     import asyncio, json, sys, time
     from pathlib import Path
-    from gieok.runtime import open_service
-    from gieok.settings import load_settings
+    from gieok.app.runtime import open_service
+    from gieok.core.settings import load_settings
 
     db, url, out, go = sys.argv[1:5]
     async def main():

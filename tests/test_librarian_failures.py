@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from gieok.ingest import MessageIn
+from gieok.app.runtime import open_service
+from gieok.core.dates import utcnow
+from gieok.core.models import Memory, SearchFilters
+from gieok.core.settings import Settings, load_settings
 from gieok.librarian.worker import Librarian
-from gieok.models import Memory, SearchFilters
-from gieok.runtime import open_service
-from gieok.service import MemoryService
-from gieok.settings import Settings, load_settings
-from gieok.timeparse import utcnow
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
 from tests.fakes.embedding_server import FakeEmbeddingServer
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -204,8 +204,8 @@ async def test_explicit_memory_with_the_llm_tagger_down(tmp_path: Path, llm_serv
 async def test_a_failed_context_refresh_brings_the_batch_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows are marked done only once their neighbour context is written: a database error on the way leaves
     them leased, and they come back when the lease runs out."""
-    from gieok.errors import StoreError
-    from gieok.text import query_terms
+    from gieok.core.errors import StoreError
+    from gieok.core.text import query_terms
     async with open_service(make_settings(tmp_path, lease_seconds=60), with_embedder=False) as svc:
         q, _ = await svc.ingest(MessageIn(content="Where did we park the zeppelin?", user_id="alice", session_id="s"))
         a, _ = await svc.ingest(MessageIn(content="Behind hangar nine.", user_id="alice", session_id="s"))

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from pydantic import BaseModel
 
-from gieok.errors import ConfigError, PermanentProviderError, TransientProviderError
-from gieok.librarian.llm import LLM, AnthropicLLM, GeminiLLM, OpenAIChatLLM, make_llm, parse_answer
-from gieok.settings import Settings
+from gieok.core.errors import ConfigError, PermanentProviderError, TransientProviderError
+from gieok.core.settings import Settings
+from gieok.providers.llm import LLM, AnthropicLLM, GeminiLLM, OpenAIChatLLM, make_llm, parse_answer
 from tests.fakes.llm_server import FakeLLMServer
 
 TIMEOUT = 0.5  # client timeout in failure tests; "slow" stalls for 5 s, so only the timeout can end the call

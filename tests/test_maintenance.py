@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from gieok.context import load_context
-from gieok.errors import InvalidInput, NotFound
-from gieok.ingest import MessageIn
+from gieok.app.runtime import open_service
+from gieok.core.errors import InvalidInput, NotFound
+from gieok.core.models import Identity, Memory, SearchFilters
+from gieok.core.settings import Settings, load_settings
 from gieok.librarian.maintenance import forget_score, merge_tags, run_maintenance
-from gieok.models import Identity, Memory, SearchFilters
-from gieok.runtime import open_service
-from gieok.service import MemoryService
-from gieok.settings import Settings, load_settings
+from gieok.memory.context import load_context
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
 from gieok.store.base import ColdResult, ProjectTag
 from tests.fakes.embedding_server import FakeEmbeddingServer
 

@@ -22,14 +22,14 @@ if os.environ.get("GIEOK_TEST_POSTGRES", "1") == "0":
 import psycopg
 
 import gieok.store.postgres as pgmod
-from gieok.errors import ConfigError, StoreError
-from gieok.ids import uuid7
-from gieok.models import Memory, SearchFilters
+from gieok.core.errors import ConfigError, StoreError
+from gieok.core.ids import uuid7
+from gieok.core.models import Memory, SearchFilters
+from gieok.core.text import index_text, query_terms
 from gieok.store.base import ColdResult
 from gieok.store.postgres import PostgresStore, postgres_conninfo, vector_index_name
-from gieok.store.postgres_migrations import MIGRATIONS
-from gieok.store.sqlite_migrations import MIGRATIONS as SQLITE_MIGRATIONS
-from gieok.text import index_text, query_terms
+from gieok.store.postgres.migrations import MIGRATIONS
+from gieok.store.sqlite.migrations import MIGRATIONS as SQLITE_MIGRATIONS
 from tests.pg import fresh_database
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

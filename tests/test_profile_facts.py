@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gieok.errors import PermanentProviderError
-from gieok.librarian.llm import AnthropicLLM
+from gieok.core.errors import PermanentProviderError
 from gieok.librarian.profile_facts import (
     CORE_KEYS,
     FACT_KEYS,
@@ -17,6 +16,7 @@ from gieok.librarian.profile_facts import (
     OfflineFactExtractor,
     extract_facts,
 )
+from gieok.providers.llm import AnthropicLLM
 from tests.fakes.llm_server import FakeLLMServer
 
 

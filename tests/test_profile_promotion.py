@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from gieok.ingest import MessageIn
-from gieok.runtime import open_service
-from gieok.service import MemoryService
-from gieok.settings import load_settings
+from gieok.app.runtime import open_service
+from gieok.core.settings import load_settings
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gieok.models import Memory
+from gieok.core.models import Memory
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import RECIPES, Candidate, rank
 

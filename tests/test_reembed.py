@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gieok.ingest import MessageIn
+from gieok.app.runtime import open_service
+from gieok.core.settings import load_settings
 from gieok.librarian.worker import Librarian
-from gieok.runtime import open_service
-from gieok.settings import load_settings
+from gieok.memory.ingest import MessageIn
 from tests.fakes.embedding_server import FakeEmbeddingServer
 
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gieok.errors import StoreError
-from gieok.ingest import MessageIn
-from gieok.models import Memory
+from gieok.app.runtime import open_service
+from gieok.core.errors import StoreError
+from gieok.core.models import Memory
+from gieok.core.settings import Settings, load_settings
+from gieok.core.text import query_terms
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
 from gieok.retrieval.ranking import RECIPES, Candidate, model_cos_floor, model_fallback_threshold, rank
-from gieok.runtime import open_service
-from gieok.service import MemoryService
-from gieok.settings import Settings, load_settings
 from gieok.store.base import ColdResult
-from gieok.text import query_terms
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 TEXTS = [

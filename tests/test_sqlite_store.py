@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gieok.ingest import MessageIn, prepare
-from gieok.models import SearchFilters
+from gieok.core.dates import utcnow
+from gieok.core.models import SearchFilters
+from gieok.core.text import query_terms
+from gieok.memory.ingest import MessageIn, prepare
 from gieok.store.base import ColdResult
 from gieok.store.sqlite import SQLiteStore
-from gieok.text import query_terms
-from gieok.timeparse import utcnow
 
 
 async def test_common_terms_are_dropped_only_above_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

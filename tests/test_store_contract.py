@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from gieok.ingest import MessageIn, prepare
-from gieok.models import Memory, SearchFilters
+from gieok.core.models import Memory, SearchFilters
+from gieok.core.text import query_terms
+from gieok.memory.ingest import MessageIn, prepare
 from gieok.store import Store
 from gieok.store.base import ColdResult, ProjectTag, UserProfile
-from gieok.text import query_terms
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
@@ -224,7 +224,7 @@ async def test_iter_and_list_order(store: Store) -> None:
 
 
 async def test_update_refuses_identity_columns(store: Store) -> None:
-    from gieok.errors import StoreError
+    from gieok.core.errors import StoreError
     mid = await put(store, "immutable identity")
     with pytest.raises(StoreError, match="cannot update"):
         await store.update_memory(mid, {"user_id": "mallory"})

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gieok.errors import PermanentProviderError, TransientProviderError
-from gieok.librarian.llm import OpenAIChatLLM
+from gieok.core.errors import PermanentProviderError, TransientProviderError
 from gieok.librarian.tagger import (
     LLMTagger,
     OfflineTagger,
@@ -17,6 +16,7 @@ from gieok.librarian.tagger import (
     normalize_tag,
     same_tag,
 )
+from gieok.providers.llm import OpenAIChatLLM
 from tests.fakes.llm_server import FakeLLMServer
 
 KO_MEETING = "내일 오전에 센트라젠 프로젝트 회의가 있고 커피를 마시면서 데이터베이스 마이그레이션을 논의했다"

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gieok.ingest import MessageIn, prepare
-from gieok.runtime import open_service
-from gieok.settings import load_settings
+from gieok.app.runtime import open_service
+from gieok.core.settings import load_settings
+from gieok.memory.ingest import MessageIn, prepare
 from gieok.store.sqlite import SQLiteStore
 
 _WORDS = """memory agent session project database migration search vector index coffee meeting deploy review test build

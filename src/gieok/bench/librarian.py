@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gieok.ingest import MessageIn
+from gieok.app.runtime import open_service
+from gieok.core.models import SearchFilters
+from gieok.core.settings import load_settings
 from gieok.librarian.tagger import OfflineTagger, TagInput
-from gieok.models import SearchFilters
+from gieok.memory.ingest import MessageIn
 from gieok.retrieval.doc_text import embed_texts
-from gieok.runtime import open_service
-from gieok.settings import load_settings
 
 _EN = ("the deploy pipeline runs database migrations before switching traffic to the new release",
        "we agreed to keep the connection pool at twenty for the api workers",

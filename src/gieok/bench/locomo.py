@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gieok.embed.base import Embedder
+from gieok.providers.embed.base import Embedder
 
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
 _SESSION = re.compile(r"^session_(\d+)$")
@@ -175,9 +175,9 @@ def score_dict(sc: Score, *, questions_skipped: int = 0, wall_s: float = 0.0, re
 
 async def run_conversation(conv: Conversation, score: Score, *, recipe: str, workdir: Path,
                            wrap_embedder: Callable[[Embedder], Embedder] | None = None) -> None:
-    from gieok.ingest import MessageIn
-    from gieok.runtime import open_service
-    from gieok.settings import load_settings
+    from gieok.app.runtime import open_service
+    from gieok.core.settings import load_settings
+    from gieok.memory.ingest import MessageIn
 
     settings = load_settings(home=workdir, database_url=f"sqlite:///{workdir / f'{conv.name}.db'}",
                              user_id=USER_ID, llm="none")

@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from gieok.errors import ConfigError
-from gieok.ids import uuid7
-from gieok.ingest import MessageIn, prepare
-from gieok.models import Memory, SearchFilters
+from gieok.core.errors import ConfigError
+from gieok.core.ids import uuid7
+from gieok.core.models import Memory, SearchFilters
+from gieok.core.text import index_text, query_terms
+from gieok.memory.ingest import MessageIn, prepare
 from gieok.store import Store, open_store
 from gieok.store.context_sql import CONTEXT_CHARS
-from gieok.text import index_text, query_terms
 
 DIM = 384
 CLUSTERS = 2000
@@ -135,7 +135,7 @@ async def _load_sqlite(store: Any, corpus: Corpus, echo: Echo) -> None:
 
 async def _load_postgres(store: Any, corpus: Corpus, echo: Echo) -> None:
     from gieok.store.postgres import PostgresStore, vector_index_ddl, vector_index_name
-    from gieok.store.postgres_migrations import MEMORY_INDEXES
+    from gieok.store.postgres.migrations import MEMORY_INDEXES
     assert isinstance(store, PostgresStore)
     cols = ("id", "user_id", "agent_platform", "session_id", "role", "p_tags", "content", "search_text",
             "context_text", "content_hash", "embedding", "embedding_model", "tag_status", "embed_status",

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gieok.ingest import MessageIn, prepare
-from gieok.models import SearchFilters
+from gieok.core.models import SearchFilters
+from gieok.memory.ingest import MessageIn, prepare
 from gieok.retrieval.ranking import get_recipe
 from gieok.retrieval.search import search
 from gieok.store.base import ColdResult

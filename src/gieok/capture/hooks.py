@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from gieok.capture.importers import CLAUDE, Item, expand, read_lines, stream_items
-from gieok.ingest import MessageIn
+from gieok.memory.ingest import MessageIn
 
 HOOK_DEADLINE_S = 5.0
 CONNECT_TIMEOUT_S = 0.3
@@ -63,7 +63,7 @@ def run(platform: str, read_input: Callable[[], str], *, deadline_s: float = HOO
     _arm_watchdog(deadline_s)
     settings: Any = None
     try:
-        from gieok.settings import load_settings
+        from gieok.core.settings import load_settings
         settings = load_settings()
         raw = read_input()
         if platform == "claude-code":
@@ -416,8 +416,8 @@ def deliver(settings: Any, msgs: list[MessageIn]) -> list[str]:
 async def _insert_direct(settings: Any, msgs: list[MessageIn]) -> list[str]:
     # The hot path of MemoryService.ingest without importing the service: that pulls in retrieval and the
     # embedder (~0.5 s), and a hook process has no librarian to wake.
-    from gieok.errors import InvalidInput
-    from gieok.ingest import prepare
+    from gieok.core.errors import InvalidInput
+    from gieok.memory.ingest import prepare
     from gieok.store import open_store
     store = open_store(settings.resolved_database_url, busy_timeout_ms=settings.busy_timeout_ms)
     await store.open()
@@ -451,9 +451,9 @@ def session_context(settings: Any, *, model: str, project: str) -> str | None:
 
 
 async def _context_direct(settings: Any, *, model: str, project: str, budget: int) -> dict[str, Any]:
-    from gieok.context import load_context
-    from gieok.models import Identity
-    from gieok.runtime import open_service
+    from gieok.app.runtime import open_service
+    from gieok.core.models import Identity
+    from gieok.memory.context import load_context
     async with open_service(settings, with_embedder=False) as svc:
         ident = Identity(user_id=settings.user_id, agent_platform=CLAUDE, agent_model=model.lower(),
                          project=project)

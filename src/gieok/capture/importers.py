@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gieok.ingest import MessageIn
+from gieok.memory.ingest import MessageIn
 
 CLAUDE = "claude-code"
 CHATGPT = "chatgpt"
@@ -208,7 +208,7 @@ def expand(msg: MessageIn, max_bytes: int) -> list[MessageIn]:
 def _as_dt(value: str | datetime | None) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
-    from gieok.timeparse import parse_time
+    from gieok.core.dates import parse_time
     try:
         return parse_time(value)
     except ValueError:
@@ -355,7 +355,7 @@ def chatgpt_messages(conv: dict[str, Any], user_id: str, *, all_branches: bool =
 
 
 def load_chatgpt(path: Path) -> list[dict[str, Any]]:
-    from gieok.errors import InvalidInput
+    from gieok.core.errors import InvalidInput
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -398,7 +398,7 @@ class BatchWriter:
     async def _existing(self, user_id: str, session_id: str) -> dict[str, list[datetime]]:
         key = (user_id, session_id)
         if key not in self._known:
-            from gieok.models import SearchFilters
+            from gieok.core.models import SearchFilters
             rows = await self.store.list_memories(SearchFilters(user_id=user_id, session_id=session_id,
                                                                 include_archived=True),
                                                   limit=1_000_000, newest_first=False)
@@ -410,8 +410,8 @@ class BatchWriter:
         return self._known[key]
 
     async def add(self, msg: MessageIn) -> None:
-        from gieok.errors import InvalidInput
-        from gieok.ingest import prepare
+        from gieok.core.errors import InvalidInput
+        from gieok.memory.ingest import prepare
         for part in expand(msg, self.max_bytes):
             self.counts.read += 1
             try:

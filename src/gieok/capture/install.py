@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gieok.errors import ConfigError
+from gieok.core.errors import ConfigError
 
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "SessionEnd")
 HOOK_TIMEOUT_S = 10      # Claude Code's own cap; ours (5 s) fires first

@@ -34,15 +34,15 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from gieok.errors import InvalidInput, NotFound, PermanentProviderError, ProviderError
-from gieok.ingest import MessageIn, content_hash
+from gieok.core.dates import iso, utcnow
+from gieok.core.errors import InvalidInput, NotFound, PermanentProviderError, ProviderError
+from gieok.core.models import Memory, SearchFilters
+from gieok.core.text import STOPWORDS, index_text, index_tokens
 from gieok.librarian.contradictions import KNOWLEDGE_KINDS, check_memory, project_key
-from gieok.librarian.llm import LLM, make_llm
-from gieok.models import Memory, SearchFilters
-from gieok.service import MemoryService
+from gieok.memory.ingest import MessageIn, content_hash
+from gieok.memory.service import MemoryService
+from gieok.providers.llm import LLM, make_llm
 from gieok.store.base import ColdResult
-from gieok.text import STOPWORDS, index_text, index_tokens
-from gieok.timeparse import iso, utcnow
 
 __all__ = ["cluster_rows", "consolidate", "drop_from_summaries", "extractive_summary", "summarize_session"]
 

@@ -26,16 +26,16 @@ from typing import Literal
 import Stemmer
 from pydantic import BaseModel, Field
 
-from gieok.errors import PermanentProviderError, ProviderError
+from gieok.core.dates import from_iso
+from gieok.core.errors import PermanentProviderError, ProviderError
+from gieok.core.models import Memory, SearchFilters
+from gieok.core.text import query_terms
 from gieok.librarian.keyphrase import strip_particles
-from gieok.librarian.llm import LLM
 from gieok.librarian.profile import SINGLE_VALUED
 from gieok.librarian.profile_facts import extract_facts
 from gieok.librarian.tagger import normalize_tag
-from gieok.models import Memory, SearchFilters
-from gieok.service import MemoryService
-from gieok.text import query_terms
-from gieok.timeparse import from_iso
+from gieok.memory.service import MemoryService
+from gieok.providers.llm import LLM
 
 __all__ = ["Relation", "check_memory", "conflict", "project_key", "statements"]
 

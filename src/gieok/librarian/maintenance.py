@@ -41,14 +41,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from gieok.errors import InvalidInput, NotFound
+from gieok.core.dates import utcnow
+from gieok.core.errors import InvalidInput, NotFound
+from gieok.core.models import Memory, SearchFilters
 from gieok.librarian.consolidate import drop_from_summaries
 from gieok.librarian.tagger import normalize_tag, same_tag
-from gieok.models import Memory, SearchFilters
+from gieok.memory.service import MemoryService
 from gieok.retrieval.ranking import Recipe, importance, raw_usage, recency
-from gieok.service import MemoryService
 from gieok.store.base import ProjectTag, Vector
-from gieok.timeparse import utcnow
 
 __all__ = [
     "HARD_THRESHOLD",

@@ -11,19 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gieok.errors import ProviderError
+from gieok.core.dates import utcnow
+from gieok.core.errors import ProviderError
+from gieok.core.models import Memory
 from gieok.librarian.profile_facts import Fact, FactExtractor, OfflineFactExtractor
-from gieok.models import Memory
-from gieok.service import MemoryService
+from gieok.memory.service import MemoryService
 from gieok.store.base import UserProfile
-from gieok.timeparse import utcnow
 
 # Keys with one current value: a newer statement replaces the older one (the old value is kept in history).
 SINGLE_VALUED = frozenset({"name", "job", "location"})
 
 
 def make_extractor(svc: MemoryService) -> FactExtractor:
-    from gieok.librarian.llm import make_llm
+    from gieok.providers.llm import make_llm
     llm = make_llm(svc.settings)
     if llm is None:
         return OfflineFactExtractor()

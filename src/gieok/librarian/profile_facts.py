@@ -18,7 +18,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from gieok.librarian.keyphrase import strip_particles
-from gieok.librarian.llm import LLM
+from gieok.providers.llm import LLM
 
 __all__ = [
     "CORE_KEYS",

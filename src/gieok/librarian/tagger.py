@@ -22,9 +22,9 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from gieok.errors import PermanentProviderError
+from gieok.core.errors import PermanentProviderError
 from gieok.librarian.keyphrase import extract_keyphrases
-from gieok.librarian.llm import LLM
+from gieok.providers.llm import LLM
 
 __all__ = [
     "LLMTagger",

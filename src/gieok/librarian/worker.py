@@ -24,13 +24,13 @@ from typing import Any
 
 import anyio
 
-from gieok.errors import ProviderError
+from gieok.core.dates import utcnow
+from gieok.core.errors import ProviderError
+from gieok.core.models import Memory
 from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
-from gieok.models import Memory
+from gieok.memory.service import MemoryService
 from gieok.retrieval.doc_text import embed_text, embed_texts  # noqa: F401  (embed_text: store/copy.py)
-from gieok.service import MemoryService
 from gieok.store.base import ColdResult, ProjectTag, Store
-from gieok.timeparse import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ WAKE_POLL_S = 1.0
 
 
 def make_tagger(svc: MemoryService, aliases: dict[str, str]) -> Tagger:
-    from gieok.librarian.llm import make_llm
+    from gieok.providers.llm import make_llm
     llm = make_llm(svc.settings)
     if llm is None:
         return OfflineTagger(aliases=aliases)

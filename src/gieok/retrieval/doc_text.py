@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gieok.models import Memory, SearchFilters
+from gieok.core.models import Memory, SearchFilters
 from gieok.store.base import Store
 
 # The e5 models read 512 tokens; a long previous message must not crowd out the row itself.

@@ -4,7 +4,7 @@ A memory created inside a window the query names is more likely what the query i
 small relevance bonus for it (`Recipe.r_date`) and draws extra candidates from the window. Only dates a
 person writes are read: "3 June 2023", "June 3rd, 2023", "June 2023", "in June", ISO "2023-06-03",
 Korean "2023년 6월 3일", "6월 3일", "6월", and, when no calendar date is named, "yesterday", "last week",
-"어제", "지난주"… (gieok.timeparse). A date without a year is the latest such date up to now.
+"어제", "지난주"… (gieok.core.dates). A date without a year is the latest such date up to now.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from gieok.timeparse import parse_date_range
+from gieok.core.dates import parse_date_range
 
 Window = tuple[datetime, datetime]
 

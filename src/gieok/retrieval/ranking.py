@@ -11,7 +11,7 @@ from datetime import datetime
 
 import numpy as np
 
-from gieok.models import Hit, Memory
+from gieok.core.models import Hit, Memory
 from gieok.store.base import Vector
 
 HALF_LIFE_DAYS = {"working": 2.0, "episodic": 30.0, "semantic": 180.0, "procedural": 180.0}
@@ -92,7 +92,7 @@ def get_recipe(name: str) -> Recipe:
     try:
         return RECIPES[name]
     except KeyError:
-        from gieok.errors import ConfigError
+        from gieok.core.errors import ConfigError
         raise ConfigError(f"unknown search recipe {name!r}: choose one of {', '.join(sorted(RECIPES))} "
                           "(GIEOK_SEARCH_RECIPE)") from None
 

@@ -8,13 +8,13 @@ from datetime import datetime
 
 import anyio
 
-from gieok.embed.base import Embedder
-from gieok.errors import ProviderError
-from gieok.models import Hit, Memory, SearchFilters
+from gieok.core.errors import ProviderError
+from gieok.core.models import Hit, Memory, SearchFilters
+from gieok.core.text import query_terms
+from gieok.providers.embed.base import Embedder
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.store.base import Store, Vector
-from gieok.text import query_terms
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gieok.errors import ConfigError
+from gieok.core.errors import ConfigError
 from gieok.store.base import Store
 
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from gieok.models import Memory, SearchFilters
+from gieok.core.models import Memory, SearchFilters
 
 Vector = npt.NDArray[np.float32]
 
@@ -55,11 +55,11 @@ def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
     `updated_at` stamped unless given. Shared by the backends so both refuse the same things."""
     bad = set(changes) - UPDATABLE
     if bad:
-        from gieok.errors import StoreError
+        from gieok.core.errors import StoreError
         raise StoreError(f"cannot update columns {sorted(bad)}")
     out = dict(changes)
     if "updated_at" not in out:
-        from gieok.timeparse import utcnow
+        from gieok.core.dates import utcnow
         out["updated_at"] = utcnow()
     return out
 
@@ -164,7 +164,7 @@ class Store(Protocol):
 
     # --- search ------------------------------------------------------------------------------------------
     async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int) -> list[tuple[Memory, float]]:
-        """Full-text candidates with a BM25 score (higher is better). `terms` from gieok.text.query_terms."""
+        """Full-text candidates with a BM25 score (higher is better). `terms` from gieok.core.text.query_terms."""
         ...
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:

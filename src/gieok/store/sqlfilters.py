@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gieok.models import SearchFilters
+from gieok.core.models import SearchFilters
 
 
 def where_clause(f: SearchFilters, ph: str, tags_sql: Callable[[str, str], str],

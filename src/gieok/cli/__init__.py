@@ -1,0 +1,13 @@
+"""The `gieok` command line. Each module below registers its commands on the apps of `gieok.cli.app` when
+imported; this package imports every one of them explicitly, so `gieok --help` lists them all."""
+
+from __future__ import annotations
+
+from gieok.cli import capture, librarian, memory, retrieval, serve, storage
+from gieok.cli.app import app
+
+__all__ = ["app", "capture", "librarian", "main", "memory", "retrieval", "serve", "storage"]
+
+
+def main() -> None:
+    app()

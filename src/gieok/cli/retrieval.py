@@ -1,0 +1,62 @@
+"""Retrieval benchmarks on the `gieok bench` sub-app: `bench locomo` and `bench search`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gieok.cli.app import bench_app
+
+
+def _parse_ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: give comma-separated integers, e.g. 5,10,20") from None
+    if not ks or min(ks) < 1 or max(ks) > 200:
+        raise typer.BadParameter(f"{text!r}: every k must be between 1 and 200")
+    return ks
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    data: Annotated[Path, typer.Option(help="Folder of LoCoMo conversation files (*.json), or one file.")],
+    k: Annotated[str, typer.Option(help="Comma-separated cut-offs for recall@k and hit@k.")] = "5,10,20",
+    recipe: Annotated[str, typer.Option(help="Search recipe to evaluate: hybrid, vector or keyword.")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+) -> None:
+    """Evidence recall of ingest → librarian → search on LoCoMo (metric of ../shared/eval/README.md)."""
+    from gieok.bench.locomo import format_report, run_locomo
+    from gieok.core.settings import load_settings
+    from gieok.retrieval.ranking import get_recipe
+
+    load_settings()  # sets OMP_NUM_THREADS=1 before the model loads
+    get_recipe(recipe)  # an unknown recipe fails before minutes of ingesting
+    ks = _parse_ks(k)
+    if not data.exists():
+        raise typer.BadParameter(f"{data} does not exist", param_hint="--data")
+    res = asyncio.run(run_locomo(data, ks=ks, recipe=recipe,
+                                 echo=None if as_json else lambda s: typer.echo(s, err=True)))
+    if as_json:
+        typer.echo(json.dumps(res, ensure_ascii=False))
+    else:
+        for line in format_report(res, ks):
+            typer.echo(line)
+
+@bench_app.command("search")
+def bench_search(
+    n: Annotated[int, typer.Option(help="Memories of one user to search over.")] = 100_000,
+    queries: Annotated[int, typer.Option(help="Queries to time.")] = 200,
+    k: Annotated[int, typer.Option(help="Results per query.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+) -> None:
+    """Vector search p50/p95 over N memories, next to exact numpy KNN over the same vectors."""
+    from gieok.bench.search_bench import run_search_bench
+    res = asyncio.run(run_search_bench(n=n, queries=queries, k=k,
+                                       echo=(lambda s: None) if as_json else typer.echo))
+    if as_json:
+        typer.echo(json.dumps(res))

@@ -1,0 +1,46 @@
+"""`gieok serve` (the MCP server) and `gieok doctor`."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Annotated
+
+import typer
+
+from gieok.cli.app import DbOpt, UserOpt, app, settings_for
+
+
+@app.command()
+def serve(
+    transport: Annotated[str, typer.Option(help="stdio (for one local client) or http (Streamable HTTP).")] = "stdio",
+    host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (default 8765).")] = None,
+    no_librarian: Annotated[bool, typer.Option("--no-librarian", help="Do not run the librarian in-process.")] = False,
+    db: DbOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Run the MCP server (stdio or Streamable HTTP) with the librarian in the background."""
+    import logging
+
+    from gieok.mcp.server import build_server
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    s = settings_for(db, user, host=host, port=port)
+    if transport not in ("stdio", "http"):
+        typer.echo("error: --transport must be stdio or http", err=True)
+        raise typer.Exit(2)
+    mcp = build_server(s, run_librarian=not no_librarian and s.librarian)
+    if transport == "stdio":
+        mcp.run("stdio")
+    else:
+        typer.echo(f"gieok MCP server: http://{s.host}:{s.port}/mcp  (database {s.resolved_database_url})", err=True)
+        mcp.run("streamable-http", host=s.host, port=s.port)
+
+
+@app.command()
+def doctor(db: DbOpt = None, user: UserOpt = None) -> None:
+    """Check the database, extensions and providers, and say how to fix what is wrong."""
+    from gieok.app.doctor import run_checks
+    s = settings_for(db, user)
+    ok = asyncio.run(run_checks(s, typer.echo))
+    raise typer.Exit(0 if ok else 1)

@@ -1,1 +1,0 @@
-"""Embedding providers. `make_embedder(settings)` picks one by `GIEOK_EMBEDDER`."""

