@@ -10,8 +10,8 @@ import pytest
 from gieok.core.errors import StoreError
 from gieok.core.models import Identity
 from gieok.mcp.identity import platform_from_client, resolve_identity
-from gieok.store.sqlite import migrations as sqlite_migrations
 from gieok.store.sqlite import SQLiteStore
+from gieok.store.sqlite import migrations as sqlite_migrations
 
 BASE = Identity(user_id="alice", agent_platform="", agent_model="env-model")
 

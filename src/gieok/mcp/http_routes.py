@@ -10,15 +10,16 @@ from starlette.responses import JSONResponse, Response
 from gieok import __version__
 from gieok.core.errors import GieokError, InvalidInput
 from gieok.mcp.identity import resolve_identity
+from gieok.mcp.state import ServiceSlot
 from gieok.memory.context import load_context
 from gieok.memory.ingest import message_from_json
 from gieok.memory.service import MemoryService
 
 
-def register_http_api(mcp: MCPServer[MemoryService], holder: dict[str, MemoryService]) -> None:
+def register_http_routes(mcp: MCPServer[MemoryService], slot: ServiceSlot) -> None:
     @mcp.custom_route("/v1/messages", methods=["POST"])
     async def post_messages(request: Request) -> Response:
-        svc = holder.get("svc")
+        svc = slot.service
         if svc is None:
             return JSONResponse({"error": "server is starting"}, status_code=503)
         try:
@@ -40,7 +41,7 @@ def register_http_api(mcp: MCPServer[MemoryService], holder: dict[str, MemorySer
     @mcp.custom_route("/v1/context", methods=["GET"])
     async def get_context(request: Request) -> Response:
         """The session-start block for hooks: ?platform=&model=&project=&query=&budget= (same as load_context)."""
-        svc = holder.get("svc")
+        svc = slot.service
         if svc is None:
             return JSONResponse({"error": "server is starting"}, status_code=503)
         q = request.query_params
@@ -62,4 +63,4 @@ def register_http_api(mcp: MCPServer[MemoryService], holder: dict[str, MemorySer
 
     @mcp.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> Response:
-        return JSONResponse({"ok": "svc" in holder, "version": __version__})
+        return JSONResponse({"ok": slot.service is not None, "version": __version__})

@@ -1,0 +1,25 @@
+"""The service the lifespan opened, for the plain HTTP routes: Starlette routes do not get the MCP lifespan
+context, so the lifespan publishes the service here and the routes answer 503 until it is open."""
+
+from __future__ import annotations
+
+from gieok.memory.service import MemoryService
+
+
+class ServiceSlot:
+    """Holds the running service between the lifespan's start and end (None before and after)."""
+
+    __slots__ = ("_svc",)
+
+    def __init__(self) -> None:
+        self._svc: MemoryService | None = None
+
+    def open(self, svc: MemoryService) -> None:
+        self._svc = svc
+
+    def close(self) -> None:
+        self._svc = None
+
+    @property
+    def service(self) -> MemoryService | None:
+        return self._svc

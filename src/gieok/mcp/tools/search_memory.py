@@ -1,0 +1,40 @@
+"""`search_memory`: hybrid semantic + keyword search with the full ranking and every filter."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from gieok.mcp.deps import identity, service, tool_errors
+
+
+@tool_errors
+async def search_memory(
+    ctx: Context,
+    query: Annotated[str | None, Field(description="What to find, in any language. Omit to list the "
+                                                   "newest memories matching the filters.")] = None,
+    p_tag: Annotated[str | None, Field(description="Only this project tag.")] = None,
+    date_range: Annotated[str | None, Field(description="ISO date or range (2026-11-01..2026-11-30), "
+                                                        "'3d', '2w', 'yesterday', 'last week', '지난주'.")] = None,
+    role: Annotated[str | None, Field(description="user | assistant | system | tool (comma-separated). "
+                                                  "Use 'user' for what the user said.")] = None,
+    kind: Annotated[str | None, Field(description="working | episodic | semantic | procedural")] = None,
+    tags: Annotated[list[str] | None, Field(description="Topic tags that must all be present.")] = None,
+    limit: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
+    include_archived: Annotated[bool, Field(description="Also search archived (old) memory.")] = False,
+    platform: Annotated[str | None, Field(description="Only memories of this agent platform.")] = None,
+    model: Annotated[str | None, Field(description="Only memories of this agent model.")] = None,
+    subagent_role: Annotated[str | None, Field(description="Only this subagent role.")] = None,
+    session_id: Annotated[str | None, Field(description="Only this session.")] = None,
+) -> dict[str, Any]:
+    """Search long-term memory (semantic + keyword) with optional filters. Each result has its score parts
+    and a recall_reason."""
+    svc = service(ctx)
+    ident = identity(ctx, svc)
+    f = svc.filters(ident.user_id, role=role, kind=kind, p_tag=p_tag, tags=tags, date_range=date_range,
+                    include_archived=include_archived, platform=platform, model=model,
+                    subagent_role=subagent_role, session_id=session_id)
+    out = await svc.search(f, query, limit=limit)
+    return {"results": [h.to_dict(max_chars=2000) for h in out.hits], "mode": out.mode, "notes": out.notes}
