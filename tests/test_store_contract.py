@@ -288,16 +288,17 @@ async def test_editing_a_turn_updates_its_neighbours(store: Store) -> None:
 
 
 async def test_upgrade_gives_existing_rows_their_context(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Migration 005 computes the neighbour context of rows stored before it existed."""
+    """Migration 005 computes the neighbour context of rows stored before it existed. (The later migrations are
+    applied first: today's code writes their columns.)"""
     import gieok.store.postgres as pg_mod
     import gieok.store.sqlite as sqlite_mod
     from gieok.store import open_store
     for mod in (sqlite_mod, pg_mod):
-        monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] < 5])
+        monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] != 5])
     old = open_store(db_url)
     await old.open()
     try:
-        assert await old.schema_version() == 4
+        assert await old.schema_version() != 5
         q, a = await _session(old, "s1", "How did your kids react at the memorial?", "They were awestruck.")
         other = await put(old, "a zanzibar turn of another session", session_id="s2")
     finally:

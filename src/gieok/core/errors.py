@@ -3,6 +3,10 @@
     GieokError
     ├── InvalidInput          bad caller input; names the field and how to fix it
     ├── NotFound              an id that does not exist (or is not visible to the caller)
+    ├── AuthError             a request refused for who is asking (HTTP status in `status`)
+    │   ├── Unauthorized      401: no credentials, or credentials that do not verify
+    │   ├── Forbidden         403: a verified principal asking for what its role or scope does not allow
+    │   └── RateLimited       429: over the per-key request rate; `retry_after` seconds
     ├── ConfigError           a setting that cannot work; says which GIEOK_ variable to change
     ├── StoreError            the database refused (locked, corrupt, migration failed)
     └── ProviderError         an embedding / LLM provider failed
@@ -27,6 +31,26 @@ class InvalidInput(GieokError, ValueError):
 
 class NotFound(GieokError, LookupError):
     pass
+
+
+class AuthError(GieokError):
+    status = 401
+
+
+class Unauthorized(AuthError):
+    status = 401
+
+
+class Forbidden(AuthError):
+    status = 403
+
+
+class RateLimited(AuthError):
+    status = 429
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
 
 
 class ConfigError(GieokError):

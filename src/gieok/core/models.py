@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from gieok.core.principal import Principal
+
 Role = Literal["user", "assistant", "system", "tool"]
 Kind = Literal["working", "episodic", "semantic", "procedural"]
 Source = Literal["chat", "tool", "file", "url", "manual"]
@@ -57,6 +59,7 @@ class Memory:
     p_tags: list[str] = field(default_factory=list)
     d_tags: list[str] = field(default_factory=list)
     privacy_scope: str = "private"
+    team: str = ""                  # the team a `team`-scoped memory is shared with ('' otherwise)
     importance: float = 0.5
     is_pinned: bool = False
     content_hash: str = ""
@@ -89,7 +92,11 @@ class Memory:
 
 @dataclass(slots=True)
 class SearchFilters:
-    """Everything search can be narrowed by. Empty means "any"."""
+    """Everything search can be narrowed by. Empty means "any".
+
+    `viewer` decides which owners' rows are candidates: None means only `user_id`'s own rows (the librarian,
+    which never works across users); a principal means every row it may see (its own, its teams' `team` rows,
+    `public` rows), applied inside the store's queries."""
 
     user_id: str
     agent_platform: str = ""
@@ -106,6 +113,7 @@ class SearchFilters:
     until: datetime | None = None
     include_archived: bool = False
     pinned_only: bool = False
+    viewer: Principal | None = None
 
 
 @dataclass(slots=True)
@@ -126,6 +134,7 @@ class Hit:
             "agent_platform": m.agent_platform, "agent_model": m.agent_model,
             "subagent_role": m.subagent_role, "session_id": m.session_id, "project": m.project,
             "p_tags": m.p_tags, "d_tags": m.d_tags, "is_pinned": m.is_pinned,
+            "owner": m.user_id, "privacy_scope": m.privacy_scope, **({"team": m.team} if m.team else {}),
             "archived": not m.is_active, "score": round(self.score, 4),
             "parts": {k: round(v, 4) for k, v in self.parts.items()},
             "recall_reason": self.recall_reason,

@@ -78,6 +78,33 @@ class Settings(BaseSettings):
     # SQLite
     busy_timeout_ms: int = 5000
 
+    # Team server (ARCHITECTURE §13; README "Team server"). `auth`: none, apikey, jwt, or both as "apikey,jwt".
+    auth: str = Field("none", description="none (stdio, loopback HTTP) | apikey | jwt | apikey,jwt")
+    jwt_secret: str = Field("", description="HS256 shared secret (at least 32 bytes).")
+    jwt_jwks_url: str = Field("", description="The IdP's JWKS URL (RS256/ES256), cached; rotated keys by kid.")
+    jwt_jwks_file: str = Field("", description="A JWKS file (RS256/ES256) instead of a URL.")
+    jwt_issuer: str = Field("", description="Required `iss` of every token.")
+    jwt_audience: str = Field("", description="Required `aud` of every token (this server's resource URL or id).")
+    jwt_algorithms: str = Field("", description="Accepted algorithms; default HS256 with a secret, "
+                                "RS256,ES256 with a JWKS. `none` is never accepted.")
+    jwt_leeway_s: float = Field(30.0, ge=0, le=300, description="Clock skew allowed on exp/nbf/iat.")
+    jwt_user_claim: str = "sub"
+    jwt_teams_claim: str = "groups"
+    jwt_roles_claim: str = "roles"
+    jwt_jwks_ttl_s: float = Field(600.0, gt=0, description="How long a fetched JWKS is trusted.")
+    public_url: str = Field("", description="This server's public base URL (e.g. https://gieok.example.com): "
+                            "the OAuth protected-resource metadata names it. Default http://<host>:<port>.")
+    rate_limit_per_min: float = Field(600.0, ge=0, description="Requests per minute per key (0: no limit).")
+    rate_limit_burst: int = Field(60, ge=1, description="Requests a key may make at once before the rate applies.")
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest HTTP request body.")
+    max_batch: int = Field(500, ge=1, description="Most messages in one POST /v1/messages.")
+    audit_reads: bool = Field(True, description="Audit reads that returned someone else's (team/public) memory.")
+
+    @property
+    def auth_modes(self) -> frozenset[str]:
+        modes = frozenset(m.strip().lower() for m in self.auth.replace("+", ",").split(",") if m.strip())
+        return modes - {"none"}
+
     @field_validator("home", mode="before")
     @classmethod
     def _expand_home(cls, v: object) -> object:

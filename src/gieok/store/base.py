@@ -15,13 +15,15 @@ import numpy as np
 import numpy.typing as npt
 
 from gieok.core.models import Memory, SearchFilters
+from gieok.core.principal import Principal
+from gieok.store.auth_base import AuthTables
 
 Vector = npt.NDArray[np.float32]
 
 # Columns a caller may change with `update_memory`; anything else is refused (ids, user, created_at …).
 UPDATABLE = frozenset({
     "title", "content", "kind", "source", "importance", "is_pinned", "content_hash", "p_tags", "d_tags",
-    "privacy_scope", "tag_status", "embed_status", "cold_attempts", "cold_error", "lease_until",
+    "privacy_scope", "team", "tag_status", "embed_status", "cold_attempts", "cold_error", "lease_until",
     "view_count", "cite_count", "edit_count", "last_accessed_at", "next_review_at", "review_interval_days",
     "is_active", "archived_at", "deleted_at", "updated_at", "meta", "project",
 })
@@ -112,7 +114,7 @@ class ColdResult:
     embedding_model: str | None = None
 
 
-class Store(Protocol):
+class Store(AuthTables, Protocol):
     url: str
 
     async def open(self) -> None:
@@ -135,9 +137,13 @@ class Store(Protocol):
         between stores keeps the vectors it does not need to recompute."""
         ...
 
-    async def get_memory(self, memory_id: str, *, include_deleted: bool = False) -> Memory | None: ...
+    async def get_memory(self, memory_id: str, *, include_deleted: bool = False,
+                         viewer: Principal | None = None) -> Memory | None:
+        """The row, if it exists (and, with a `viewer`, only if the viewer may see it: the scope is part of
+        the query, so an invisible row and a missing one look the same)."""
+        ...
 
-    async def get_memories(self, ids: list[str]) -> list[Memory]: ...
+    async def get_memories(self, ids: list[str], *, viewer: Principal | None = None) -> list[Memory]: ...
 
     async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:
         """Change the given UPDATABLE columns (and the indexed text when given). False if no such row."""
@@ -224,7 +230,9 @@ class Store(Protocol):
 
     async def add_link(self, src: str, dst: str, relation: str) -> None: ...
 
-    async def list_links(self, memory_id: str) -> list[Link]: ...
+    async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
+        """Links from or to the row; with a `viewer`, only those whose both ends it may see."""
+        ...
 
     async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None: ...
 

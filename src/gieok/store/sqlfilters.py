@@ -7,13 +7,33 @@ from collections.abc import Callable
 from typing import Any
 
 from gieok.core.models import SearchFilters
+from gieok.core.principal import Principal
+
+
+def visible_clause(viewer: Principal, ph: str, alias: str = "m") -> tuple[str, list[Any]]:
+    """Rows `viewer` may see (ARCHITECTURE §13): its own, `team` rows of its teams, and `public` rows. The
+    owner test comes first and reads `{alias}.user_id = {ph}`, which the backends' planner hints look for."""
+    a = alias + "."
+    sql = f"({a}user_id = {ph} OR {a}privacy_scope = 'public'"
+    params: list[Any] = [viewer.user_id]
+    if viewer.teams:
+        sql += f" OR ({a}privacy_scope = 'team' AND {a}team IN ({', '.join([ph] * len(viewer.teams))}))"
+        params.extend(viewer.teams)
+    return sql + ")", params
+
+
+def owner_clause(f: SearchFilters, ph: str, alias: str = "m") -> tuple[str, list[Any]]:
+    """Whose rows are candidates: the viewer's visible rows, or (no viewer) `f.user_id`'s own."""
+    if f.viewer is not None:
+        return visible_clause(f.viewer, ph, alias)
+    return f"{alias}.user_id = {ph}", [f.user_id]
 
 
 def where_clause(f: SearchFilters, ph: str, tags_sql: Callable[[str, str], str],
                  ts: Callable[[Any], Any], alias: str = "m") -> tuple[str, list[Any]]:
     a = alias + "."
-    parts = [f"{a}user_id = {ph}", f"{a}deleted_at IS NULL"]
-    params: list[Any] = [f.user_id]
+    owner, params = owner_clause(f, ph, alias)
+    parts = [owner, f"{a}deleted_at IS NULL"]
     for col, value in (("agent_platform", f.agent_platform), ("agent_model", f.agent_model),
                        ("subagent_role", f.subagent_role), ("session_id", f.session_id),
                        ("project", f.project)):

@@ -44,6 +44,7 @@ from psycopg_pool import AsyncConnectionPool
 from gieok.core.dates import iso, utcnow
 from gieok.core.errors import ConfigError, StoreError
 from gieok.core.models import Memory, SearchFilters
+from gieok.core.principal import Principal
 from gieok.store.base import (
     MAX_SCORED_MATCHES,
     ColdResult,
@@ -56,15 +57,16 @@ from gieok.store.base import (
     rarest_terms,
 )
 from gieok.store.context_sql import rewrites_neighbours
+from gieok.store.postgres.auth_tables import PostgresAuthTables
 from gieok.store.postgres.migrations import EXTENSIONS, MIGRATIONS, PENDING_PREDICATE
 from gieok.store.postgres.text import FTS_STATS_TTL_S, FtsStats, bm25_sql, neighbour_ids, read_fts_stats
 from gieok.store.postgres.text import refresh_context as refresh_context_rows
 from gieok.store.postgres.vectors import knn_sql, vector_index_ddl, vector_index_name, vector_type
-from gieok.store.sqlfilters import where_clause
+from gieok.store.sqlfilters import owner_clause, visible_clause, where_clause
 
 _MEMORY_COLS = (
     "id", "user_id", "agent_platform", "agent_model", "is_subagent", "subagent_model", "subagent_role",
-    "session_id", "role", "project", "p_tags", "d_tags", "privacy_scope", "kind", "title", "content",
+    "session_id", "role", "project", "p_tags", "d_tags", "privacy_scope", "team", "kind", "title", "content",
     "source", "importance", "is_pinned", "content_hash", "embedding_model", "tag_status", "embed_status",
     "cold_attempts", "cold_error", "lease_until", "view_count", "cite_count", "edit_count", "last_accessed_at",
     "next_review_at", "review_interval_days", "is_active", "archived_at", "deleted_at", "created_at",
@@ -153,7 +155,7 @@ def _redacted(url: str) -> str:
     return url
 
 
-class PostgresStore:
+class PostgresStore(PostgresAuthTables):
     MAX_SCORED_MATCHES = MAX_SCORED_MATCHES     # see gieok.store.base
 
     def __init__(self, url: str) -> None:
@@ -344,20 +346,27 @@ class PostgresStore:
                     break
         return n
 
-    async def get_memory(self, memory_id: str, *, include_deleted: bool = False) -> Memory | None:
+    async def get_memory(self, memory_id: str, *, include_deleted: bool = False,
+                         viewer: Principal | None = None) -> Memory | None:
         q = f"SELECT {_SELECT} FROM memory m WHERE m.id = %s"
+        params: list[Any] = [memory_id]
         if not include_deleted:
             q += " AND m.deleted_at IS NULL"
+        if viewer is not None:
+            vis, vparams = visible_clause(viewer, "%s")
+            q += " AND " + vis
+            params += vparams
         async with self._conn() as con:
-            row = await (await con.execute(q, (memory_id,))).fetchone()
+            row = await (await con.execute(q, params)).fetchone()
         return _row_to_memory(row) if row else None
 
-    async def get_memories(self, ids: list[str]) -> list[Memory]:
+    async def get_memories(self, ids: list[str], *, viewer: Principal | None = None) -> list[Memory]:
         if not ids:
             return []
+        vis, vparams = visible_clause(viewer, "%s") if viewer is not None else ("TRUE", [])
         async with self._conn() as con:
             rows = await (await con.execute(f"SELECT {_SELECT} FROM memory m WHERE m.id = ANY(%s) "
-                                            "AND m.deleted_at IS NULL", (list(ids),))).fetchall()
+                                            f"AND m.deleted_at IS NULL AND {vis}", [list(ids), *vparams])).fetchall()
         by_id = {r[0]: _row_to_memory(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
@@ -499,16 +508,18 @@ class PostgresStore:
         qvec = np.asarray(query, dtype=np.float32)
         table_rows = (await self._fts_stats()).rows
         exact_max = int(min(EXACT_SCAN_MAX, max(EXACT_SCAN_MIN, math.sqrt(EXACT_SCAN_K * table_rows))))
-        key = (f.user_id, model)
+        owner, owner_params = owner_clause(f, "%s")
+        key = (owner + repr(owner_params), model)
         async with self._conn() as con:
             large_until = self._large_users.get(key, 0.0)
             if large_until > time.monotonic():
                 n = exact_max + 1
             else:
-                # Counting stops at the threshold: an index-only scan of at most exact_max entries.
+                # Counting stops at the threshold: an index-only scan of at most exact_max entries (with a
+                # viewer: its own rows or the shared ones it may see).
                 row = await (await con.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM memory WHERE user_id = %s AND embedding_model = %s "
-                    "AND embedding IS NOT NULL LIMIT %s) t", (f.user_id, model, exact_max + 1))).fetchone()
+                    f"SELECT count(*) FROM (SELECT 1 FROM memory m WHERE {owner} AND m.embedding_model = %s "
+                    "AND m.embedding IS NOT NULL LIMIT %s) t", (*owner_params, model, exact_max + 1))).fetchone()
                 n = int(row[0]) if row else 0
                 if n > exact_max:
                     # Large users stay large: skip the count for a while. (Small counts are not cached: a
@@ -771,11 +782,16 @@ class PostgresStore:
                 raise StoreError(f"cannot link {src} → {dst}: {exc.__cause__}") from exc.__cause__
             raise
 
-    async def list_links(self, memory_id: str) -> list[Link]:
+    async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
+        q = "SELECT l.src, l.dst, l.relation, l.created_at FROM memory_links l WHERE (l.src = %s OR l.dst = %s)"
+        params: list[Any] = [memory_id, memory_id]
+        if viewer is not None:
+            for end in ("src", "dst"):
+                vis, vparams = visible_clause(viewer, "%s", alias="v")
+                q += f" AND EXISTS (SELECT 1 FROM memory v WHERE v.id = l.{end} AND v.deleted_at IS NULL AND {vis})"
+                params += vparams
         async with self._conn() as con:
-            rows = await (await con.execute("SELECT src, dst, relation, created_at FROM memory_links "
-                                            "WHERE src = %s OR dst = %s ORDER BY created_at",
-                                            (memory_id, memory_id))).fetchall()
+            rows = await (await con.execute(q + " ORDER BY l.created_at", params)).fetchall()
         return [Link(r[0], r[1], r[2], r[3]) for r in rows]
 
     async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None:

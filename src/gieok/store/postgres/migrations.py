@@ -200,6 +200,62 @@ async def m005_neighbour_context(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX memory_fts ON memory USING gin (search_tsv)")
 
 
+async def m006_team_server(db: AsyncConnection[Any]) -> None:
+    # The team server (ARCHITECTURE §13), as SQLite's 006: a `team` for team-scoped rows, teams and members,
+    # API keys (only a hash of the secret), and the audit log. A viewer's candidates are its own rows (the
+    # user indexes) OR team/public rows (the partial index below), which PostgreSQL combines in a BitmapOr.
+    await db.execute("ALTER TABLE memory ADD COLUMN team text NOT NULL DEFAULT ''")
+    await db.execute("CREATE INDEX memory_shared ON memory (privacy_scope, team, created_at) "
+                     "WHERE privacy_scope <> 'private'")
+    await db.execute("""
+        CREATE TABLE teams (
+            name text PRIMARY KEY,
+            description text NOT NULL DEFAULT '',
+            created_at timestamptz NOT NULL
+        )""")
+    await db.execute("""
+        CREATE TABLE team_members (
+            team text NOT NULL REFERENCES teams(name) ON DELETE CASCADE,
+            user_id text NOT NULL,
+            source text NOT NULL DEFAULT 'admin',
+            added_at timestamptz NOT NULL,
+            PRIMARY KEY (team, user_id)
+        )""")
+    await db.execute("CREATE INDEX team_members_user ON team_members (user_id)")
+    await db.execute("""
+        CREATE TABLE api_keys (
+            key_id text PRIMARY KEY,
+            secret_hash text NOT NULL,
+            user_id text NOT NULL,
+            name text NOT NULL DEFAULT '',
+            role text NOT NULL CHECK (role IN ('viewer','editor','admin')),
+            teams text[] NOT NULL DEFAULT '{}',
+            created_at timestamptz NOT NULL,
+            expires_at timestamptz,
+            revoked_at timestamptz,
+            last_used_at timestamptz
+        )""")
+    await db.execute("CREATE INDEX api_keys_user ON api_keys (user_id)")
+    await db.execute("""
+        CREATE TABLE audit_log (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            ts timestamptz NOT NULL,
+            actor text NOT NULL,
+            on_behalf text NOT NULL DEFAULT '',
+            key_id text NOT NULL DEFAULT '',
+            via text NOT NULL DEFAULT '',
+            client text NOT NULL DEFAULT '',
+            action text NOT NULL,
+            outcome text NOT NULL,
+            memory_ids text[] NOT NULL DEFAULT '{}',
+            owners text[] NOT NULL DEFAULT '{}',
+            detail text NOT NULL DEFAULT '',
+            remote text NOT NULL DEFAULT ''
+        )""")
+    await db.execute("CREATE INDEX audit_ts ON audit_log (ts)")
+    await db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -208,6 +264,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (3, "vector_refresh_index", m003_vector_refresh_index),
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
+    (6, "team_server", m006_team_server),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

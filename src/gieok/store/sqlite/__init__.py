@@ -31,6 +31,7 @@ import numpy as np
 from gieok.core.dates import from_iso, iso, utcnow
 from gieok.core.errors import ConfigError, StoreError
 from gieok.core.models import Memory, SearchFilters
+from gieok.core.principal import Principal
 from gieok.core.text import fts5_query
 from gieok.store.base import (
     MAX_SCORED_MATCHES,
@@ -51,7 +52,8 @@ from gieok.store.context_sql import (
     neighbours_sql,
     rewrites_neighbours,
 )
-from gieok.store.sqlfilters import where_clause
+from gieok.store.sqlfilters import visible_clause, where_clause
+from gieok.store.sqlite.auth_tables import SQLiteAuthTables
 from gieok.store.sqlite.migrations import MIGRATIONS
 
 _JSON_COLS = ("p_tags", "d_tags", "meta")
@@ -60,7 +62,7 @@ _TIME_COLS = ("lease_until", "last_accessed_at", "next_review_at", "archived_at"
               "updated_at")
 _MEMORY_COLS = (
     "id", "user_id", "agent_platform", "agent_model", "is_subagent", "subagent_model", "subagent_role",
-    "session_id", "role", "project", "p_tags", "d_tags", "privacy_scope", "kind", "title", "content",
+    "session_id", "role", "project", "p_tags", "d_tags", "privacy_scope", "team", "kind", "title", "content",
     "source", "importance", "is_pinned", "content_hash", "embedding_model", "tag_status", "embed_status",
     "cold_attempts", "cold_error", "lease_until", "view_count", "cite_count", "edit_count", "last_accessed_at",
     "next_review_at", "review_interval_days", "is_active", "archived_at", "deleted_at", "created_at",
@@ -143,14 +145,14 @@ class _VecCache:
     gen: int                    # highest embed_gen loaded
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteAuthTables):
     def __init__(self, url: str, busy_timeout_ms: int = 5000) -> None:
         self.url = url
         self.path = sqlite_path(url)
         self._busy_timeout_ms = busy_timeout_ms
         self._lock = threading.RLock()
         self._db: sqlite3.Connection | None = None
-        self._vec: dict[tuple[str, str], _VecCache] = {}
+        self._vec: dict[tuple[tuple[str, str], str], _VecCache] = {}
 
     # --- connection ------------------------------------------------------------------------------------
     async def open(self) -> None:
@@ -272,20 +274,27 @@ class SQLiteStore:
                 return n
         return await anyio.to_thread.run_sync(run)
 
-    async def get_memory(self, memory_id: str, *, include_deleted: bool = False) -> Memory | None:
+    async def get_memory(self, memory_id: str, *, include_deleted: bool = False,
+                         viewer: Principal | None = None) -> Memory | None:
         sql = f"SELECT {_SELECT} FROM memory m WHERE m.id = ?"
+        params: list[Any] = [memory_id]
         if not include_deleted:
             sql += " AND m.deleted_at IS NULL"
+        if viewer is not None:
+            vis, vparams = visible_clause(viewer, "?")
+            sql += " AND " + vis
+            params += vparams
         with self._lock:
-            row = self.db.execute(sql, (memory_id,)).fetchone()
+            row = self.db.execute(sql, params).fetchone()
         return _row_to_memory(row) if row else None
 
-    async def get_memories(self, ids: list[str]) -> list[Memory]:
+    async def get_memories(self, ids: list[str], *, viewer: Principal | None = None) -> list[Memory]:
         if not ids:
             return []
+        vis, vparams = visible_clause(viewer, "?") if viewer is not None else ("1 = 1", [])
         with self._lock:
             rows = self.db.execute(f"SELECT {_SELECT} FROM memory m WHERE m.id IN ({','.join('?' * len(ids))}) "
-                                   "AND m.deleted_at IS NULL", ids).fetchall()
+                                   f"AND m.deleted_at IS NULL AND {vis}", [*ids, *vparams]).fetchall()
         by_id = {r[0]: _row_to_memory(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
@@ -302,6 +311,11 @@ class SQLiteStore:
             if cur.rowcount == 1 and rewrites_neighbours(changes, search_text):
                 # The messages around this one index its words: they change with it, in this transaction.
                 _refresh_context(db, [memory_id])
+            if cur.rowcount == 1 and ("privacy_scope" in changes or "team" in changes):
+                # A shared (or unshared) row moves between vector caches: a new generation makes every
+                # process's cache of its new partition pick it up; the old one's SQL filter drops it.
+                db.execute(f"UPDATE memory SET embed_gen = ({_MAX_GEN}) + 1 WHERE id = ? AND embed_gen > 0",
+                           (memory_id,))
             return cur.rowcount == 1
 
     async def hard_delete(self, memory_id: str) -> bool:
@@ -451,16 +465,25 @@ class SQLiteStore:
             return [_row_to_memory(r) for r in rows]
         return await anyio.to_thread.run_sync(run)
 
-    def _refresh_vectors(self, user_id: str, model: str) -> _VecCache:
-        key = (user_id, model)
+    def _refresh_vectors(self, part: tuple[str, str], model: str) -> _VecCache:
+        """The vector cache of one partition: ("u", user) a user's own rows, ("t", team) a team's shared
+        rows, ("p", "") public rows. A viewer's candidates are the union of its partitions' caches."""
+        key = (part, model)
         cache = self._vec.get(key)
         gen = cache.gen if cache else 0
+        kind, name = part
+        if kind == "u":
+            sql = ("SELECT seq, embedding, embed_gen FROM memory INDEXED BY memory_vec_gen WHERE user_id = ? "
+                   "AND embedding_model = ? AND embed_gen > ? AND embedding IS NOT NULL ORDER BY embed_gen")
+            params: tuple[Any, ...] = (name, model, gen)
+        else:
+            scope = "team" if kind == "t" else "public"
+            sql = ("SELECT seq, embedding, embed_gen FROM memory INDEXED BY memory_shared_vec WHERE "
+                   "privacy_scope = ? AND team = ? AND embedding_model = ? AND embed_gen > ? AND privacy_scope <> "
+                   "'private' AND embed_gen > 0 AND embedding IS NOT NULL ORDER BY embed_gen")
+            params = (scope, name, model, gen)
         with self._lock:
-            rows = self.db.execute(
-                "SELECT seq, embedding, embed_gen FROM memory INDEXED BY memory_vec_gen WHERE user_id = ? "
-                "AND embedding_model = ? AND embed_gen > ? AND embedding IS NOT NULL ORDER BY embed_gen",
-                (user_id, model, gen)
-            ).fetchall()
+            rows = self.db.execute(sql, params).fetchall()
         if not rows:
             if cache is None:
                 cache = _VecCache(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), 0)
@@ -485,8 +508,12 @@ class SQLiteStore:
         # (user_id, …) indexes and scanning every row of the user instead (46 ms → ~1 ms at 100k rows).
         where = full_where.replace("m.user_id = ?", "+m.user_id = ?", 1)
 
+        parts: list[tuple[str, str]] = [("u", f.user_id)]
+        if f.viewer is not None:
+            parts = [("u", f.viewer.user_id), *(("t", t) for t in f.viewer.teams), ("p", "")]
+
         def run() -> list[tuple[Memory, float]]:
-            cache = self._refresh_vectors(f.user_id, model)
+            cache = self._viewer_vectors(parts, model)
             n = len(cache.seqs)
             if n == 0 or cache.mat.shape[1] != query.shape[0]:
                 return []
@@ -523,6 +550,18 @@ class SQLiteStore:
                     return found[:limit]
                 want *= 8
         return await anyio.to_thread.run_sync(run)
+
+    def _viewer_vectors(self, parts: list[tuple[str, str]], model: str) -> _VecCache:
+        caches = [c for c in (self._refresh_vectors(p, model) for p in parts) if c.seqs.size]
+        if len(caches) <= 1:
+            return caches[0] if caches else _VecCache(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), 0)
+        if len({c.mat.shape[1] for c in caches}) > 1:
+            caches = [c for c in caches if c.mat.shape[1] == caches[0].mat.shape[1]]
+        seqs = np.concatenate([c.seqs for c in caches])
+        mat = np.vstack([c.mat for c in caches])
+        # A user's own team/public rows are in two partitions: keep each row once.
+        seqs, first = np.unique(seqs, return_index=True)
+        return _VecCache(seqs, mat[first], 0)
 
     async def get_vectors(self, ids: list[str], model: str) -> dict[str, Vector]:
         if not ids:
@@ -704,10 +743,16 @@ class SQLiteStore:
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"cannot link {src} → {dst}: {exc}") from exc
 
-    async def list_links(self, memory_id: str) -> list[Link]:
+    async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
+        sql = "SELECT l.src, l.dst, l.relation, l.created_at FROM memory_links l WHERE (l.src = ? OR l.dst = ?)"
+        params: list[Any] = [memory_id, memory_id]
+        if viewer is not None:
+            for end in ("src", "dst"):
+                vis, vparams = visible_clause(viewer, "?", alias="v")
+                sql += f" AND EXISTS (SELECT 1 FROM memory v WHERE v.id = l.{end} AND v.deleted_at IS NULL AND {vis})"
+                params += vparams
         with self._lock:
-            rows = self.db.execute("SELECT src, dst, relation, created_at FROM memory_links WHERE src = ? OR dst = ? "
-                                   "ORDER BY created_at", (memory_id, memory_id)).fetchall()
+            rows = self.db.execute(sql + " ORDER BY l.created_at", params).fetchall()
         return [Link(r[0], r[1], r[2], from_iso(r[3])) for r in rows]
 
     async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None:

@@ -176,10 +176,70 @@ def m005_neighbour_context(db: sqlite3.Connection) -> None:
     db.execute("CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row')")
 
 
+def m006_team_server(db: sqlite3.Connection) -> None:
+    # The team server (ARCHITECTURE §13): a `team` for team-scoped rows, teams and their members, API keys
+    # (only a hash of the secret), and the audit log. Shared rows get their own indexes: a viewer's
+    # candidates are its own rows (the user indexes) OR team/public rows (these).
+    db.execute("ALTER TABLE memory ADD COLUMN team TEXT NOT NULL DEFAULT ''")
+    db.execute("CREATE INDEX memory_shared ON memory (privacy_scope, team, created_at) "
+               "WHERE privacy_scope <> 'private'")
+    # The vector cache of shared rows refreshes like the per-user one (by embed_gen).
+    db.execute("CREATE INDEX memory_shared_vec ON memory (privacy_scope, team, embedding_model, embed_gen) "
+               "WHERE privacy_scope <> 'private' AND embed_gen > 0")
+    db.execute("""
+        CREATE TABLE teams (
+            name TEXT PRIMARY KEY,
+            description TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL
+        )""")
+    db.execute("""
+        CREATE TABLE team_members (
+            team TEXT NOT NULL REFERENCES teams(name) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT 'admin',   -- admin | key | claims
+            added_at TEXT NOT NULL,
+            PRIMARY KEY (team, user_id)
+        )""")
+    db.execute("CREATE INDEX team_members_user ON team_members (user_id)")
+    db.execute("""
+        CREATE TABLE api_keys (
+            key_id TEXT PRIMARY KEY,
+            secret_hash TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            name TEXT NOT NULL DEFAULT '',
+            role TEXT NOT NULL CHECK (role IN ('viewer','editor','admin')),
+            teams TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL,
+            expires_at TEXT,
+            revoked_at TEXT,
+            last_used_at TEXT
+        )""")
+    db.execute("CREATE INDEX api_keys_user ON api_keys (user_id)")
+    db.execute("""
+        CREATE TABLE audit_log (
+            id INTEGER PRIMARY KEY,
+            ts TEXT NOT NULL,
+            actor TEXT NOT NULL,                 -- the verified principal (the admin, when acting for someone)
+            on_behalf TEXT NOT NULL DEFAULT '',  -- the user an admin acted for
+            key_id TEXT NOT NULL DEFAULT '',
+            via TEXT NOT NULL DEFAULT '',
+            client TEXT NOT NULL DEFAULT '',
+            action TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            memory_ids TEXT NOT NULL DEFAULT '[]',
+            owners TEXT NOT NULL DEFAULT '[]',   -- whose memories a cross-user read returned
+            detail TEXT NOT NULL DEFAULT '',
+            remote TEXT NOT NULL DEFAULT ''
+        )""")
+    db.execute("CREATE INDEX audit_ts ON audit_log (ts)")
+    db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
     (3, "vector_refresh_index", m003_vector_refresh_index),
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
+    (6, "team_server", m006_team_server),
 ]
