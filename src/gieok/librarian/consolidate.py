@@ -215,13 +215,16 @@ async def _write_summary(svc: MemoryService, rows: list[Memory], title: str, stm
                          meta: dict[str, Any], *, session_id: str = "") -> Memory:
     platforms = {m.agent_platform for m in rows}
     models = {m.agent_model for m in rows}
-    privacy = next((p for p in ("private", "team", "public") if any(m.privacy_scope == p for m in rows)), "private")
+    # A summary is shared exactly as its sources are; sources of mixed scopes make a private summary (the
+    # librarian never moves words from one scope into another).
+    scopes = {(m.privacy_scope, m.team) for m in rows}
+    privacy, team = scopes.pop() if len(scopes) == 1 else ("private", "")
     newest = max((m.created_at for m in rows if m.created_at), default=None)
     oldest = min((m.created_at for m in rows if m.created_at), default=None)
     msg = MessageIn(
         content="\n".join(f"- {s}" for s in stmts), user_id=rows[0].user_id, role="system", kind="semantic",
         source="tool", title=title, session_id=session_id, project=project, p_tags=[project] if project else [],
-        privacy_scope=privacy, importance=0.6,
+        privacy_scope=privacy, team=team, importance=0.6,
         agent_platform=platforms.pop() if len(platforms) == 1 else "",
         agent_model=models.pop() if len(models) == 1 else "",
         meta={"origin": ORIGIN, "source_count": len(rows), "as_of": iso(newest), "from": iso(oldest), **meta})
@@ -322,10 +325,11 @@ async def consolidate(svc: MemoryService, now: datetime | None = None) -> dict[s
             report["users"] += 1
             turns = await _open_turns(svc, user_id, now)
             report["rows_considered"] += len(turns)
-            by_project: dict[str, list[Memory]] = {}
+            # Clusters never mix scopes: a team's turns are summarised apart from private ones.
+            by_project: dict[tuple[str, str, str], list[Memory]] = {}
             for m in turns:
-                by_project.setdefault(project_key(m), []).append(m)
-            for project, rows in by_project.items():
+                by_project.setdefault((project_key(m), m.privacy_scope, m.team), []).append(m)
+            for (project, _, _), rows in by_project.items():
                 for start in range(0, len(rows), CHUNK):
                     chunk = rows[start:start + CHUNK]
                     vecs = await svc.store.get_vectors([m.id for m in chunk], emb.name) if emb is not None else {}

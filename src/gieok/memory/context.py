@@ -14,6 +14,7 @@ from typing import Any
 
 from gieok.core.dates import utcnow
 from gieok.core.models import Identity, Memory, SearchFilters
+from gieok.core.principal import Principal
 from gieok.core.text import estimate_tokens
 from gieok.memory.service import MemoryService
 
@@ -47,7 +48,11 @@ def _line(m: Memory) -> str:
 
 
 async def load_context(svc: MemoryService, ident: Identity, *, project: str | None = None, query: str | None = None,
-                       token_budget: int | None = None, now: datetime | None = None) -> ContextBlock:
+                       token_budget: int | None = None, now: datetime | None = None,
+                       viewer: Principal | None = None) -> ContextBlock:
+    """The profile, pinned memories, this agent's short-term memory and due reviews are the user's own; the
+    project's collaborators and the memories relevant to the query include what `viewer` may see of others
+    (its teams' and public memories). Without a viewer, only the user's own memory."""
     s = svc.settings
     now = now or utcnow()
     budget = token_budget or s.token_budget
@@ -76,8 +81,11 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
         if not add(section, f"\n## {title}"):
             return
         for m in rows:
-            if not add(section, _line(m), {"id": m.id, "content": m.content, "role": m.role,
-                                           "created_at": m.created_at.isoformat() if m.created_at else None}):
+            item = {"id": m.id, "content": m.content, "role": m.role,
+                    "created_at": m.created_at.isoformat() if m.created_at else None}
+            if m.user_id != ident.user_id:  # shared with the caller: say whose it is
+                item.update(owner=m.user_id, privacy_scope=m.privacy_scope)
+            if not add(section, _line(m), item):
                 return
             seen.add(m.id)
 
@@ -101,7 +109,8 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
                          subagent_role=ident.subagent_role)
     recent = await svc.recent(mine, s.short_term_days, 200, now)
     if proj:
-        collab = await svc.recent(SearchFilters(user_id=ident.user_id, p_tag=proj), s.short_term_days, 200, now)
+        collab = await svc.recent(SearchFilters(user_id=ident.user_id, p_tag=proj, viewer=viewer),
+                                  s.short_term_days, 200, now)
         by_id = {m.id: m for m in recent + collab}
         recent = sorted(by_id.values(), key=lambda m: m.created_at or now, reverse=True)
     # Newest first so the budget keeps the latest turns; shown oldest first to read as a conversation.
@@ -119,7 +128,8 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
 
     # 4. relevant to the query
     if query and query.strip():
-        outcome = await svc.search(SearchFilters(user_id=ident.user_id), query, limit=10, now=now, count_view=False)
+        outcome = await svc.search(SearchFilters(user_id=ident.user_id, viewer=viewer), query, limit=10, now=now,
+                                   count_view=False)
         add_memories("relevant", f"Relevant to: {query.strip()[:80]}", [h.memory for h in outcome.hits])
 
     # 5. due reviews

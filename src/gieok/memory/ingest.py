@@ -41,6 +41,7 @@ class MessageIn:
     p_tags: list[str] = field(default_factory=list)
     d_tags: list[str] = field(default_factory=list)
     privacy_scope: str = "private"
+    team: str = ""
     importance: float = 0.5
     is_pinned: bool = False
     created_at: str | datetime | None = None
@@ -90,7 +91,8 @@ def prepare(msg: MessageIn, *, max_bytes: int, redact_secrets: bool = True,
     role = _choice("role", msg.role, ROLES)
     kind = _choice("kind", msg.kind, KINDS)
     source = _choice("source", msg.source, SOURCES)
-    privacy = _choice("privacy_scope", msg.privacy_scope, PRIVACY)
+    privacy = _choice("privacy_scope", msg.privacy_scope or "private", PRIVACY)
+    team = check_team(privacy, msg.team)
     try:
         importance = float(msg.importance)
     except (TypeError, ValueError):
@@ -128,6 +130,7 @@ def prepare(msg: MessageIn, *, max_bytes: int, redact_secrets: bool = True,
         p_tags=[t for t in (norm_label(t) for t in msg.p_tags) if t],
         d_tags=[t for t in (norm_label(t) for t in msg.d_tags) if t],
         privacy_scope=privacy,
+        team=team,
         importance=importance,
         is_pinned=bool(msg.is_pinned),
         content_hash=content_hash(content),
@@ -138,9 +141,19 @@ def prepare(msg: MessageIn, *, max_bytes: int, redact_secrets: bool = True,
     return memory, index_text(f"{memory.title}\n{content}" if memory.title else content)
 
 
+def check_team(privacy: str, team: str | None) -> str:
+    """A `team` memory names its team; a private or public one names none."""
+    t = _plain_id("team", team or "")
+    if privacy == "team" and not t:
+        raise InvalidInput("team", "is required with privacy_scope=team: name the team to share with")
+    if privacy != "team" and t:
+        raise InvalidInput("team", f"is only for privacy_scope=team (this memory is {privacy})")
+    return t
+
+
 FIELDS = {"is_subagent", "content", "role", "kind", "source", "title", "session_id", "project", "created_at", "id",
           "importance", "meta", "agent_platform", "agent_model", "subagent_role", "subagent_model",
-          "platform", "model", "user_id", "p_tags", "d_tags"}
+          "platform", "model", "user_id", "p_tags", "d_tags", "privacy_scope", "team"}
 
 
 def message_from_json(item: dict[str, Any], base: Identity) -> MessageIn:
@@ -164,4 +177,5 @@ def message_from_json(item: dict[str, Any], base: Identity) -> MessageIn:
         created_at=item.get("created_at"), id=item.get("id"),
         importance=item.get("importance", 0.5), meta=dict(item.get("meta") or {}),
         p_tags=list(item.get("p_tags") or []), d_tags=list(item.get("d_tags") or []),
+        privacy_scope=str(item.get("privacy_scope") or "private"), team=str(item.get("team") or ""),
     )

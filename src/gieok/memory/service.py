@@ -11,11 +11,12 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from gieok.core.dates import parse_date_range, parse_time, utcnow
-from gieok.core.errors import InvalidInput, NotFound
-from gieok.core.models import FEEDBACK_EVENTS, KINDS, RELATIONS, ROLES, Hit, Identity, Memory, SearchFilters
+from gieok.core.errors import Forbidden, InvalidInput, NotFound
+from gieok.core.models import FEEDBACK_EVENTS, KINDS, PRIVACY, RELATIONS, ROLES, Hit, Identity, Memory, SearchFilters
+from gieok.core.principal import Principal
 from gieok.core.settings import Settings
 from gieok.core.text import index_text
-from gieok.memory.ingest import MessageIn, content_hash, norm_label, prepare
+from gieok.memory.ingest import MessageIn, check_team, content_hash, norm_label, prepare
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold
 from gieok.retrieval.search import SearchOutcome, search
@@ -107,7 +108,8 @@ class MemoryService:
                 kind: str | None = None, p_tag: str | None = None, tags: list[str] | None = None,
                 date_range: str | None = None, include_archived: bool = False, platform: str | None = None,
                 model: str | None = None, subagent_role: str | None = None, session_id: str | None = None,
-                project: str | None = None, now: datetime | None = None) -> SearchFilters:
+                project: str | None = None, now: datetime | None = None,
+                viewer: Principal | None = None) -> SearchFilters:
         roles: tuple[str, ...] = ()
         if role:
             roles = tuple(norm_label(r) for r in role.split(",") if r.strip())
@@ -125,7 +127,7 @@ class MemoryService:
             user_id=user_id, agent_platform=norm_label(platform), agent_model=norm_label(model),
             subagent_role=norm_label(subagent_role), session_id=session_id or "", project=project or "",
             roles=roles, kinds=kinds, p_tag=norm_label(p_tag), tags=tuple(norm_label(t) for t in tags or () if t),
-            since=since, until=until, include_archived=include_archived)
+            since=since, until=until, include_archived=include_archived, viewer=viewer)
 
     async def search(self, f: SearchFilters, query: str | None, *, limit: int = 10, recipe: str | Recipe | None = None,
                      now: datetime | None = None, count_view: bool = True) -> SearchOutcome:
@@ -144,18 +146,49 @@ class MemoryService:
             return self.settings.search_fallback_threshold
         return model_fallback_threshold(self.embedder.name) if self.embedder is not None else 0.0
 
-    async def get(self, memory_id: str, user_id: str) -> Memory:
-        m = await self.store.get_memory(memory_id)
-        if m is None or m.user_id != user_id:
-            raise NotFound(f"no memory {memory_id!r} for user {user_id!r}")
+    async def get(self, memory_id: str, user_id: str, *, viewer: Principal | None = None) -> Memory:
+        """A memory the caller may see (its own, its teams', or public); the scope is part of the query, so
+        a memory of someone else that is not shared is simply not found."""
+        v = viewer or Principal(user_id)
+        m = await self.store.get_memory(memory_id, viewer=v)
+        if m is None:
+            raise NotFound(f"no memory {memory_id!r} for user {v.user_id!r}")
         return m
+
+    async def own(self, memory_id: str, user_id: str, *, viewer: Principal | None = None) -> Memory:
+        """A memory the caller may change: visible, and its own (sharing never hands over ownership)."""
+        m = await self.get(memory_id, user_id, viewer=viewer)
+        if m.user_id != (viewer.user_id if viewer else user_id):
+            raise Forbidden(f"memory {memory_id} belongs to another user and is shared with you read-only; only "
+                            "its owner can change it")
+        return m
+
+    @staticmethod
+    def check_scope(viewer: Principal, privacy: str | None, team: str | None) -> tuple[str, str] | None:
+        """The (privacy_scope, team) a write asks for, checked: a team memory goes only to a team the writer
+        belongs to. None when the write does not set a scope."""
+        if privacy is None and not team:
+            return None
+        p = norm_label(privacy or ("team" if team else "private"))
+        if p not in PRIVACY:
+            raise InvalidInput("privacy_scope", f"{privacy!r} is not one of {', '.join(PRIVACY)}")
+        t = check_team(p, team)
+        if t and t not in viewer.teams:
+            raise Forbidden(f"team: {viewer.user_id!r} is not a member of team {t!r} (an admin adds members with "
+                            f"`gieok teams add {t} --user {viewer.user_id}`)")
+        return p, t
 
     # --- changing --------------------------------------------------------------------------------------
     async def update(self, memory_id: str, user_id: str, *, content: str | None = None,
                      importance: float | None = None, kind: str | None = None, tags: list[str] | None = None,
-                     title: str | None = None) -> Memory:
-        m = await self.get(memory_id, user_id)
+                     title: str | None = None, privacy_scope: str | None = None, team: str | None = None,
+                     viewer: Principal | None = None) -> Memory:
+        """Change the caller's own memory; `privacy_scope`/`team` share it (or make it private again)."""
+        m = await self.own(memory_id, user_id, viewer=viewer)
         changes: dict[str, Any] = {}
+        scope = self.check_scope(viewer or Principal(user_id), privacy_scope, team)
+        if scope is not None:
+            changes.update(privacy_scope=scope[0], team=scope[1])
         text = None
         if content is not None:
             probe, text = prepare(MessageIn(content=content, user_id=user_id, title=title or m.title),
@@ -178,25 +211,28 @@ class MemoryService:
         if tags is not None:
             changes["d_tags"] = [norm_label(t) for t in tags if t.strip()]
         if not changes:
-            raise InvalidInput("content", "nothing to update: pass content, importance, kind, title or tags")
+            raise InvalidInput("content", "nothing to update: pass content, importance, kind, title, tags or "
+                                          "privacy_scope")
         await self.store.update_memory(memory_id, changes, search_text=text)
-        updated = await self.get(memory_id, user_id)
+        updated = await self.get(memory_id, user_id, viewer=viewer)
         if content is not None and self.processor is not None:
             await self.processor.process_now([updated])
-            updated = await self.get(memory_id, user_id)
+            updated = await self.get(memory_id, user_id, viewer=viewer)
         return updated
 
-    async def set_pinned(self, memory_id: str, user_id: str, pinned: bool) -> Memory:
-        await self.get(memory_id, user_id)
+    async def set_pinned(self, memory_id: str, user_id: str, pinned: bool, *,
+                         viewer: Principal | None = None) -> Memory:
+        await self.own(memory_id, user_id, viewer=viewer)
         changes: dict[str, Any] = {"is_pinned": pinned}
         if pinned:  # a pinned memory is never archived: bring it back if it was
             changes.update(is_active=True, archived_at=None)
         await self.store.update_memory(memory_id, changes)
-        return await self.get(memory_id, user_id)
+        return await self.get(memory_id, user_id, viewer=viewer)
 
-    async def forget(self, memory_id: str, user_id: str, *, hard: bool = False) -> dict[str, Any]:
+    async def forget(self, memory_id: str, user_id: str, *, hard: bool = False,
+                     viewer: Principal | None = None) -> dict[str, Any]:
         """Soft: hidden from search and context, kept for audit/undo. Hard: erased everywhere."""
-        await self.get(memory_id, user_id)
+        await self.own(memory_id, user_id, viewer=viewer)
         # Summaries quote their sources: forgetting a row must reach the summaries built from it.
         from gieok.librarian.consolidate import drop_from_summaries
         await drop_from_summaries(self, memory_id)
@@ -224,24 +260,28 @@ class MemoryService:
         if changed:
             await self.store.save_user(prof)
 
-    async def link(self, src: str, dst: str, relation: str, user_id: str) -> dict[str, str]:
+    async def link(self, src: str, dst: str, relation: str, user_id: str, *,
+                   viewer: Principal | None = None) -> dict[str, str]:
         rel = norm_label(relation)
         if rel not in RELATIONS:
             raise InvalidInput("relation", f"{relation!r} is not one of {', '.join(RELATIONS)}")
-        await self.get(src, user_id)
-        await self.get(dst, user_id)
+        # Links join the caller's own memories only: a link is a statement about both ends.
+        await self.own(src, user_id, viewer=viewer)
+        await self.own(dst, user_id, viewer=viewer)
         await self.store.add_link(src, dst, rel)
         return {"src": src, "dst": dst, "relation": rel}
 
-    async def feedback(self, memory_id: str, user_id: str, event: str, score: float | None = None) -> dict[str, Any]:
+    async def feedback(self, memory_id: str, user_id: str, event: str, score: float | None = None, *,
+                       viewer: Principal | None = None) -> dict[str, Any]:
+        """Feedback on a memory the caller may see; only the owner's feedback moves its importance."""
         ev = norm_label(event)
         if ev not in FEEDBACK_EVENTS:
             raise InvalidInput("event", f"{event!r} is not one of {', '.join(FEEDBACK_EVENTS)}")
-        await self.get(memory_id, user_id)
+        m = await self.get(memory_id, user_id, viewer=viewer)
         sc = score if score is not None else {"helpful": 1.0, "not_helpful": -1.0, "neglected": -0.5}.get(ev, 0.5)
         await self.store.add_feedback(memory_id, ev, sc, utcnow())
-        if ev in ("helpful", "not_helpful"):
-            m = await self.get(memory_id, user_id)
+        if ev in ("helpful", "not_helpful") and m.user_id == (viewer.user_id if viewer else user_id):
+            m = await self.get(memory_id, user_id, viewer=viewer)
             delta = 0.05 if ev == "helpful" else -0.05
             await self.store.update_memory(memory_id, {"importance": min(1.0, max(0.0, m.importance + delta))})
         return {"id": memory_id, "event": ev, "score": sc}
