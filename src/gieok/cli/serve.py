@@ -23,18 +23,28 @@ def serve(
     """Run the MCP server (stdio or Streamable HTTP) with the librarian in the background."""
     import logging
 
-    from gieok.mcp.server import build_server
+    from gieok.core.errors import ConfigError
+    from gieok.mcp.server import build_http_app, build_server
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     s = settings_for(db, user, host=host, port=port)
     if transport not in ("stdio", "http"):
         typer.echo("error: --transport must be stdio or http", err=True)
         raise typer.Exit(2)
-    mcp = build_server(s, run_librarian=not no_librarian and s.librarian)
     if transport == "stdio":
-        mcp.run("stdio")
-    else:
-        typer.echo(f"gieok MCP server: http://{s.host}:{s.port}/mcp  (database {s.resolved_database_url})", err=True)
-        mcp.run("streamable-http", host=s.host, port=s.port)
+        # stdio is one local client, the user who started it: single-user, no key (GIEOK_AUTH is for HTTP).
+        build_server(s.model_copy(update={"auth": "none"}), run_librarian=not no_librarian and s.librarian).run("stdio")
+        return
+    try:
+        mcp = build_server(s, run_librarian=not no_librarian and s.librarian)
+        app_ = build_http_app(mcp, s)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    import uvicorn
+    mode = ",".join(sorted(s.auth_modes)) or "none (loopback only)"
+    typer.echo(f"gieok MCP server: http://{s.host}:{s.port}/mcp  (database {s.resolved_database_url}, "
+               f"auth {mode})", err=True)
+    uvicorn.run(app_, host=s.host, port=s.port, log_level="warning")
 
 
 @app.command()

@@ -10,8 +10,9 @@ from typing import Any, ParamSpec, TypeVar, cast
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
-from gieok.core.errors import GieokError
+from gieok.core.errors import AuthError, GieokError
 from gieok.core.models import Identity
+from gieok.mcp.caller import current
 from gieok.mcp.identity import resolve_identity
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
@@ -27,6 +28,11 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return await fn(*args, **kwargs)
+        except AuthError as exc:
+            c = current.get()
+            if c is not None:
+                c.audit(outcome="denied", detail=str(exc)[:300])
+            raise ToolError(str(exc)) from exc
         except GieokError as exc:
             raise ToolError(str(exc)) from exc
     return wrapper
@@ -48,10 +54,12 @@ def identity(ctx: Context, svc: MemoryService, **args: Any) -> Identity:
 
 
 def explicit_message(ident: Identity, content: str, *, kind: str | None = None, importance: float | None = None,
-                     tags: list[str] | None = None, title: str | None = None, role: str = "user") -> MessageIn:
+                     tags: list[str] | None = None, title: str | None = None, role: str = "user",
+                     scope: tuple[str, str] | None = None) -> MessageIn:
     """An explicit "remember this" from a tool: semantic and important unless the caller says otherwise."""
     return MessageIn(content=content, user_id=ident.user_id, role=role, kind=kind or "semantic",
                      importance=0.8 if importance is None else importance, d_tags=list(tags or []),
                      title=title or "", agent_platform=ident.agent_platform, agent_model=ident.agent_model,
                      subagent_role=ident.subagent_role, subagent_model=ident.subagent_model,
-                     session_id=ident.session_id, project=ident.project, source="manual")
+                     session_id=ident.session_id, project=ident.project, source="manual",
+                     privacy_scope=scope[0] if scope else "private", team=scope[1] if scope else "")

@@ -1,4 +1,5 @@
-"""MCP resources: `memory://{id}` (one memory) and `profile://{user_id}` (the caller's profile, `profile://me`)."""
+"""MCP resources: `memory://{id}` (one memory the caller may see) and `profile://{user_id}` (the caller's
+profile, `profile://me`; an admin may read another user's, audited)."""
 
 from __future__ import annotations
 
@@ -9,23 +10,30 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from gieok.core.errors import GieokError
-from gieok.mcp.deps import identity, service
+from gieok.mcp.caller import caller
+from gieok.mcp.deps import service
 from gieok.memory.service import MemoryService
 
 
 async def memory_resource(memory_id: str, ctx: Context) -> str:
     svc = service(ctx)
-    ident = identity(ctx, svc)
     try:
-        m = await svc.get(memory_id, ident.user_id)
+        c = await caller(ctx, svc, "resource memory")
+        m = await svc.get(memory_id, c.ident.user_id, viewer=c.principal)
     except GieokError as exc:
         raise ResourceError(str(exc)) from exc
+    c.audit_reads([m])
     return json.dumps(m.to_dict(), ensure_ascii=False)
 
 
 async def profile_resource(user_id: str, ctx: Context) -> str:
     svc = service(ctx)
-    me = identity(ctx, svc).user_id
+    try:
+        # profile://<someone> is an admin acting for them (refused, and audited, for anyone else).
+        c = await caller(ctx, svc, "resource profile", **({} if user_id == "me" else {"user_id": user_id}))
+    except GieokError as exc:
+        raise ResourceError(str(exc)) from exc
+    me = c.ident.user_id
     if user_id not in ("me", me):
         raise ResourceError(f"profile://{user_id} is not yours to read; use profile://me")
     prof = await svc.profile(me)

@@ -3,6 +3,9 @@ context, so the lifespan publishes the service here and the routes answer 503 un
 
 from __future__ import annotations
 
+from mcp.server import MCPServer
+
+from gieok.auth.team import TeamAuth
 from gieok.memory.service import MemoryService
 
 
@@ -23,3 +26,10 @@ class ServiceSlot:
     @property
     def service(self) -> MemoryService | None:
         return self._svc
+
+
+class GieokMCP(MCPServer[MemoryService]):
+    """The MCP server with the team server's authenticator, limiter and audit log, which tools reach through
+    `ctx.mcp_server` (their lifespan context is the memory service)."""
+
+    team: TeamAuth

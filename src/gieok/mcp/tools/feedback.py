@@ -8,7 +8,8 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from gieok.core.errors import InvalidInput
-from gieok.mcp.deps import identity, service, tool_errors
+from gieok.mcp.caller import caller
+from gieok.mcp.deps import service, tool_errors
 
 
 @tool_errors
@@ -21,4 +22,8 @@ async def feedback(ctx: Context, memory_id: str,
         raise InvalidInput("helpful", "pass helpful=true/false or an event")
     ev = event or ("helpful" if helpful else "not_helpful")
     svc = service(ctx)
-    return await svc.feedback(memory_id, identity(ctx, svc).user_id, ev)
+    c = await caller(ctx, svc, "feedback")
+    c.require_write()
+    out = await svc.feedback(memory_id, c.ident.user_id, ev, viewer=c.principal)
+    c.audit(memory_ids=[memory_id], detail=ev)
+    return out

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from gieok.mcp.deps import identity, service, tool_errors
+from gieok.mcp.caller import caller
+from gieok.mcp.deps import service, tool_errors
 
 
 @tool_errors
@@ -16,4 +17,8 @@ async def forget(ctx: Context, id: str,
                  ) -> dict[str, Any]:
     """Forget a memory: soft (hidden, recoverable by an operator) or hard (erased everywhere)."""
     svc = service(ctx)
-    return await svc.forget(id, identity(ctx, svc).user_id, hard=hard)
+    c = await caller(ctx, svc, "forget")
+    c.require_write()
+    out = await svc.forget(id, c.ident.user_id, hard=hard, viewer=c.principal)
+    c.audit(memory_ids=[id], detail="hard" if hard else "soft")
+    return out

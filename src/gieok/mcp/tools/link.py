@@ -6,13 +6,18 @@ from typing import Any, Literal
 
 from mcp.server.mcpserver import Context
 
-from gieok.mcp.deps import identity, service, tool_errors
+from gieok.mcp.caller import caller
+from gieok.mcp.deps import service, tool_errors
 
 
 @tool_errors
 async def link(ctx: Context, src: str, dst: str,
                rel: Literal["cause_of", "derived_from", "duplicates", "contradicts", "supersedes"]
                ) -> dict[str, Any]:
-    """Link two memories with a relation."""
+    """Link two of your memories with a relation."""
     svc = service(ctx)
-    return await svc.link(src, dst, rel, identity(ctx, svc).user_id)
+    c = await caller(ctx, svc, "link")
+    c.require_write()
+    out = await svc.link(src, dst, rel, c.ident.user_id, viewer=c.principal)
+    c.audit(memory_ids=[src, dst], detail=rel)
+    return out

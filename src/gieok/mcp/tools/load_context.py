@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from gieok.mcp.deps import identity, service, tool_errors
+from gieok.mcp.caller import caller
+from gieok.mcp.deps import service, tool_errors
 from gieok.memory.context import load_context as build_context
 
 
@@ -23,6 +24,8 @@ async def load_context(
     """The context to start a session with: the user's profile, pinned memories, recent memory of this
     agent and project, memories relevant to the query, and due reviews, within a token budget."""
     svc = service(ctx)
-    ident = identity(ctx, svc, project=project)
-    block = await build_context(svc, ident, project=project, query=query, token_budget=token_budget)
+    c = await caller(ctx, svc, "load_context", project=project)
+    block = await build_context(svc, c.ident, project=project, query=query, token_budget=token_budget,
+                                viewer=c.principal)
+    c.audit_shared(block.sections)
     return block.to_dict()

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from gieok.mcp.deps import identity, service, tool_errors
+from gieok.mcp.caller import caller
+from gieok.mcp.deps import service, tool_errors
 
 
 @tool_errors
@@ -18,8 +19,10 @@ async def recall(
     date_range: str | None = None,
     kind: str | None = None,
 ) -> dict[str, Any]:
-    """Recall memories relevant to a query (same ranking as search_memory)."""
+    """Recall memories relevant to a query (same ranking and visibility as search_memory)."""
     svc = service(ctx)
-    f = svc.filters(identity(ctx, svc).user_id, date_range=date_range, kind=kind)
+    c = await caller(ctx, svc, "recall")
+    f = svc.filters(c.ident.user_id, date_range=date_range, kind=kind, viewer=c.principal)
     out = await svc.search(f, query, limit=limit)
+    c.audit_reads(h.memory for h in out.hits)
     return {"results": [h.to_dict(max_chars=2000) for h in out.hits], "mode": out.mode}

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from gieok.mcp.deps import identity, service, tool_errors
+from gieok.mcp.caller import caller
+from gieok.mcp.deps import service, tool_errors
 
 
 @tool_errors
@@ -29,12 +30,13 @@ async def search_memory(
     subagent_role: Annotated[str | None, Field(description="Only this subagent role.")] = None,
     session_id: Annotated[str | None, Field(description="Only this session.")] = None,
 ) -> dict[str, Any]:
-    """Search long-term memory (semantic + keyword) with optional filters. Each result has its score parts
-    and a recall_reason."""
+    """Search long-term memory (semantic + keyword) with optional filters: your own memories, your teams'
+    shared ones and public ones. Each result has its score parts, a recall_reason and its owner."""
     svc = service(ctx)
-    ident = identity(ctx, svc)
-    f = svc.filters(ident.user_id, role=role, kind=kind, p_tag=p_tag, tags=tags, date_range=date_range,
+    c = await caller(ctx, svc, "search_memory")
+    f = svc.filters(c.ident.user_id, role=role, kind=kind, p_tag=p_tag, tags=tags, date_range=date_range,
                     include_archived=include_archived, platform=platform, model=model,
-                    subagent_role=subagent_role, session_id=session_id)
+                    subagent_role=subagent_role, session_id=session_id, viewer=c.principal)
     out = await svc.search(f, query, limit=limit)
+    c.audit_reads(h.memory for h in out.hits)
     return {"results": [h.to_dict(max_chars=2000) for h in out.hits], "mode": out.mode, "notes": out.notes}

@@ -6,12 +6,16 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from gieok.mcp.deps import identity, service, tool_errors
+from gieok.mcp.caller import caller
+from gieok.mcp.deps import service, tool_errors
 
 
 @tool_errors
 async def unpin(ctx: Context, id: str) -> dict[str, Any]:
     """Unpin a memory."""
     svc = service(ctx)
-    m = await svc.set_pinned(id, identity(ctx, svc).user_id, False)
+    c = await caller(ctx, svc, "unpin")
+    c.require_write()
+    m = await svc.set_pinned(id, c.ident.user_id, False, viewer=c.principal)
+    c.audit(memory_ids=[m.id])
     return {"id": m.id, "is_pinned": m.is_pinned}
