@@ -1,5 +1,5 @@
 """The IdP's signing keys (a JWKS), from a file or a URL, cached; a token signed with a key id we have not seen
-makes us fetch again (key rotation), at most once per `MIN_REFETCH_S` so forged key ids cannot make us hammer
+makes us fetch again (key rotation), at most once per `min_refetch_s` so forged key ids cannot make us hammer
 the IdP."""
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ import jwt
 
 from gieok.core.errors import ConfigError
 
-MIN_REFETCH_S = 30.0
+MIN_REFETCH_S = 10.0
 FETCH_TIMEOUT_S = 10.0
 
 
 class JwksSource:
-    def __init__(self, *, url: str = "", file: str = "", ttl_s: float = 600.0) -> None:
+    def __init__(self, *, url: str = "", file: str = "", ttl_s: float = 600.0,
+                 min_refetch_s: float = MIN_REFETCH_S) -> None:
         if bool(url) == bool(file):
             raise ConfigError("set exactly one of GIEOK_JWT_JWKS_URL and GIEOK_JWT_JWKS_FILE")
-        self.url, self.file, self.ttl_s = url, file, ttl_s
+        self.url, self.file, self.ttl_s, self.min_refetch_s = url, file, ttl_s, min_refetch_s
         self._keys: dict[str, jwt.PyJWK] = {}
         self._fetched = 0.0          # monotonic time of the last successful load
         self._tried = 0.0            # … of the last attempt (success or not)
@@ -39,7 +40,7 @@ class JwksSource:
             async with self._lock:
                 found = self._pick(kid)
                 now = time.monotonic()
-                if (stale or found is None) and now - self._tried >= (0 if stale else MIN_REFETCH_S):
+                if (stale or found is None) and now - self._tried >= (0 if stale else self.min_refetch_s):
                     await self._load()
                     found = self._pick(kid)
         return found
