@@ -12,7 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from gieok.cli.app import DbOpt, app, print_json, run, settings_for
+from gieok.cli.app import DbOpt, app, bench_app, print_json, run, settings_for
 
 T = TypeVar("T")
 
@@ -194,3 +194,13 @@ def erase(user: Annotated[str, typer.Option("--user", help="The person to erase.
         raise typer.Exit(1)
     rep = _with_admin(db, lambda a: a.erase_user(user))
     print_json(rep.to_dict())
+
+
+@bench_app.command("audit")
+def bench_audit(n: Annotated[int, typer.Option(help="Ingests in all.")] = 10000,
+                size: Annotated[int, typer.Option(help="Bytes per message.")] = 500) -> None:
+    """What audit entries cost the hot path: ingest with and without one per write, measured in one run."""
+    import asyncio
+
+    from gieok.bench.audit import run_audit_bench
+    asyncio.run(run_audit_bench(n, size, typer.echo))
