@@ -308,3 +308,36 @@ def test_isolation(world: World, db_url: str) -> None:
     assert any(e["outcome"] == "refused:401" for e in entries)
     assert any(e["detail"] == "read shared" and e["owners"] for e in entries)
     assert any(e["on_behalf"] == "bob" and e["actor"] == "root" for e in entries)
+
+
+def test_limits_refuse_clearly_and_write_nothing(tmp_path: Path) -> None:
+    """Requirement 8: per-key token bucket (429 + Retry-After), body size (413), batch size (413), each audited
+    and with nothing half-written."""
+    db_url = f"sqlite:///{tmp_path / 'limits.db'}"
+    keys = asyncio.run(_make_keys(db_url))
+    env = server_env(db_url, tmp_path, GIEOK_AUTH="apikey", GIEOK_LIBRARIAN="false", GIEOK_RATE_LIMIT_PER_MIN="60",
+                     GIEOK_RATE_LIMIT_BURST="5", GIEOK_MAX_BODY_BYTES="4096", GIEOK_MAX_BATCH="3")
+    proc, url = _start(env)
+    try:
+        h = {"Authorization": f"Bearer {keys['alice']}"}
+        big = httpx2.post(url + "/v1/messages", headers=h, json={"content": "x" * 5000}, timeout=10)
+        assert big.status_code == 413 and "GIEOK_MAX_BODY_BYTES" in big.json()["error"]
+        batch = httpx2.post(url + "/v1/messages", headers=h, json=[{"content": f"m{i}"} for i in range(4)],
+                            timeout=10)
+        assert batch.status_code == 413 and batch.json()["stored"] == []
+        half = httpx2.post(url + "/v1/messages", headers=h, json=[{"content": "good"}, {"content": ""}], timeout=10)
+        assert half.status_code == 400 and half.json()["stored"] == [] and "content" in half.json()["error"]
+        statuses = [httpx2.get(url + "/v1/context", headers=h, timeout=10) for _ in range(4)]
+        limited = [r for r in statuses if r.status_code == 429]
+        assert limited and int(limited[0].headers["retry-after"]) >= 1 and "rate limit" in limited[0].json()["error"]
+        other = httpx2.get(url + "/v1/context", headers={"Authorization": f"Bearer {keys['bob']}"}, timeout=10)
+        assert other.status_code == 200                      # the bucket is per key
+    finally:
+        _stop(proc)
+    out = subprocess.run([GIEOK, "search", "good", "--user", "alice", "--json"],
+                         env={**os.environ, "GIEOK_DATABASE_URL": db_url, "GIEOK_EMBEDDER": "none"},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "good" not in out.stdout  # the refused batch left nothing behind
+    audit = subprocess.run([GIEOK, "audit", "--json", "--limit", "0"], env={**os.environ, "GIEOK_DATABASE_URL": db_url},
+                           capture_output=True, text=True, timeout=60).stdout
+    assert "refused:429" in audit and "refused:413" in audit

@@ -6,6 +6,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 
+from gieok.app.auth_checks import check_auth
 from gieok.core.errors import GieokError
 from gieok.core.settings import Settings
 
@@ -36,6 +37,7 @@ async def run_checks(s: Settings, echo: Callable[[str], object]) -> bool:
                 report(True, f"SQLite {sqlite3.sqlite_version} with FTS5")
             except sqlite3.Error:
                 report(False, "SQLite has no FTS5", "use a Python built with FTS5 (Debian/pyenv builds have it)")
+        await check_auth(s, store, report, echo)
         st = await store.stats(None)
         report(True, f"{st['total']} memories, {st['pending']} pending, {st['failed']} failed")
         echo(f"       librarian: {st.get('processed_last_hour', 0)} rows processed in the last hour")
