@@ -52,8 +52,6 @@ async def test_failed_migration_leaves_database_unchanged(tmp_path: Path, monkey
         db.execute("THIS IS NOT SQL")
 
     monkeypatch.setattr(sqlite_migrations, "MIGRATIONS", [*sqlite_migrations.MIGRATIONS, (999, "broken", m999_broken)])
-    import gieok.store.sqlite as sqlite_mod
-    monkeypatch.setattr(sqlite_mod, "MIGRATIONS", sqlite_migrations.MIGRATIONS)
     store = SQLiteStore(f"sqlite:///{tmp_path / 'b.db'}")
     with pytest.raises(StoreError, match="migration 999_broken failed"):
         await store.open()

@@ -165,6 +165,8 @@ async def test_wakes_as_soon_as_five_rows_are_pending(tmp_path: Path) -> None:
 class NotifyingStore(SQLiteStore):
     """SQLite with a store-side wake-up, as Postgres LISTEN/NOTIFY provides: the librarian must use it."""
 
+    wakes_on_pending = True
+
     def __init__(self, url: str) -> None:
         super().__init__(url)
         self.notified = asyncio.Event()

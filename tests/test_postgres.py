@@ -22,6 +22,7 @@ if os.environ.get("GIEOK_TEST_POSTGRES", "1") == "0":
 import psycopg
 
 import gieok.store.postgres as pgmod
+import gieok.store.postgres.search as pgsearch
 from gieok.core.errors import ConfigError, StoreError
 from gieok.core.ids import uuid7
 from gieok.core.models import Memory, SearchFilters
@@ -75,8 +76,8 @@ async def test_selective_filter_returns_full_results(pg: PostgresStore, pg_url: 
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # 4,000 rows: "small" owns 1%; within "big", 1% come from a rare platform. The exact-scan threshold is
     # lowered so that "big" (3,960 vectors) is searched through HNSW, as a large user is in production.
-    monkeypatch.setattr(pgmod, "EXACT_SCAN_MIN", 200)
-    monkeypatch.setattr(pgmod, "EXACT_SCAN_MAX", 200)
+    monkeypatch.setattr(pgsearch, "EXACT_SCAN_MIN", 200)
+    monkeypatch.setattr(pgsearch, "EXACT_SCAN_MAX", 200)
     n, dim = 4000, 32
     x = clustered(n, dim)
     rows = []

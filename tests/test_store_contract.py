@@ -290,8 +290,8 @@ async def test_editing_a_turn_updates_its_neighbours(store: Store) -> None:
 async def test_upgrade_gives_existing_rows_their_context(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Migration 005 computes the neighbour context of rows stored before it existed. (The later migrations are
     applied first: today's code writes their columns.)"""
-    import gieok.store.postgres as pg_mod
-    import gieok.store.sqlite as sqlite_mod
+    import gieok.store.postgres.migrations as pg_mod
+    import gieok.store.sqlite.migrations as sqlite_mod
     from gieok.store import open_store
     for mod in (sqlite_mod, pg_mod):
         monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] != 5])
@@ -314,3 +314,94 @@ async def test_upgrade_gives_existing_rows_their_context(db_url: str, monkeypatc
         assert await new.refresh_context([q, a]) == 0      # the migration computed what the librarian would
     finally:
         await new.close()
+
+
+# --- iter_pages: the one filtered walk (maintenance, consolidation, session summaries) -------------------
+def _id_at(ms: int) -> str:
+    from gieok.core.ids import uuid7
+    return uuid7(ms)
+
+
+async def test_iter_pages_walks_created_at_then_id_even_when_ids_disagree(store: Store) -> None:
+    # Ids a client chose (or an import kept) need not sort like created_at: a walk by id alone would skip
+    # rows here. Two rows share a created_at: the id breaks the tie.
+    base_ms = int(T0.timestamp() * 1000)
+    want = []
+    for i in range(7):
+        mid = _id_at(base_ms + 10_000_000 - i * 1000)          # ids descend while created_at ascends
+        want.append(await put(store, f"walk {i}", at=T0 + timedelta(minutes=i), id=mid))
+    tie_a, tie_b = sorted([_id_at(base_ms - 5000), _id_at(base_ms - 4000)])
+    await put(store, "tie b", at=T0 + timedelta(minutes=9), id=tie_b)
+    await put(store, "tie a", at=T0 + timedelta(minutes=9), id=tie_a, session_id="other")
+    want += [tie_a, tie_b]
+    await put(store, "bob's row", user="bob", at=T0 + timedelta(minutes=3))
+    gone = await put(store, "deleted", at=T0 + timedelta(minutes=4, seconds=30))
+    await store.update_memory(gone, {"deleted_at": T0})
+    archived = await put(store, "archived", at=T0 + timedelta(minutes=5, seconds=30))
+    await store.update_memory(archived, {"is_active": False, "archived_at": T0})
+
+    pages = [p async for p in store.iter_pages(SearchFilters(user_id="alice"), batch=3)]
+    assert [len(p) for p in pages] == [3, 3, 3]                # a full last page: no empty page after it
+    assert [m.id for p in pages for m in p] == want
+    with_archived = [m.id async for p in store.iter_pages(SearchFilters(user_id="alice", include_archived=True),
+                                                          batch=4) for m in p]
+    assert with_archived == [*want[:6], archived, *want[6:]]
+    one = [p async for p in store.iter_pages(SearchFilters(user_id="alice", session_id="other"), batch=100)]
+    assert [[m.id for m in p] for p in one] == [[tie_a]]
+    assert [p async for p in store.iter_pages(SearchFilters(user_id="nobody"))] == []
+
+
+async def test_iter_pages_survives_changes_made_while_walking(store: Store) -> None:
+    ids = [await put(store, f"회의 기록 {i}", at=T0 + timedelta(minutes=i)) for i in range(10)]
+    seen: list[str] = []
+    async for page in store.iter_pages(SearchFilters(user_id="alice"), batch=4):
+        seen += [m.id for m in page]
+        # What maintenance does to the rows it has just read: erase the last, archive the first.
+        assert await store.hard_delete(page[-1].id)
+        await store.update_memory(page[0].id, {"is_active": False, "archived_at": T0})
+    assert seen == ids                                          # nothing skipped, nothing twice
+
+
+async def test_iter_pages_lets_other_tasks_run_between_pages(store: Store) -> None:
+    import asyncio
+    for i in range(6):
+        await put(store, f"page row {i}", at=T0 + timedelta(minutes=i))
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    try:
+        before = ticks
+        pages = [p async for p in store.iter_pages(SearchFilters(user_id="alice"), batch=2)]
+        assert len(pages) == 3 and ticks - before >= 2   # SQLite reads inline: only the walk itself yields
+    finally:
+        task.cancel()
+
+
+async def test_iter_pages_refuses_an_empty_batch(store: Store) -> None:
+    from gieok.core.errors import StoreError
+    await put(store, "x")
+    with pytest.raises(StoreError, match="batch"):
+        _ = [p async for p in store.iter_pages(SearchFilters(user_id="alice"), batch=0)]
+
+
+# --- what a backend checks about itself, and how it waits ---------------------------------------------
+async def test_check_passes_on_a_fresh_store(store: Store) -> None:
+    checks = await store.check()
+    assert len(checks) >= 2 and all(c.ok for c in checks), checks
+    assert any("memory table has all" in c.what for c in checks)
+
+
+async def test_wait_for_pending_matches_its_capability(store: Store) -> None:
+    import time
+    t0 = time.monotonic()
+    woke = await store.wait_for_pending(0.2)
+    if not store.wakes_on_pending:
+        assert woke is False and time.monotonic() - t0 >= 0.19   # it waits out the timeout, never spins
+    else:
+        assert isinstance(woke, bool)

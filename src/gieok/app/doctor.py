@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 
@@ -30,13 +29,8 @@ async def run_checks(s: Settings, echo: Callable[[str], object]) -> bool:
         await store.open()
         version = await store.schema_version()
         report(True, f"database opens, schema version {version}")
-        if url.startswith("sqlite"):
-            con = sqlite3.connect(":memory:")
-            try:
-                con.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-                report(True, f"SQLite {sqlite3.sqlite_version} with FTS5")
-            except sqlite3.Error:
-                report(False, "SQLite has no FTS5", "use a Python built with FTS5 (Debian/pyenv builds have it)")
+        for check in await store.check():  # what only the backend knows (its engine, extensions, schema)
+            report(check.ok, check.what, check.fix)
         await check_auth(s, store, report, echo)
         st = await store.stats(None)
         report(True, f"{st['total']} memories, {st['pending']} pending, {st['failed']} failed")

@@ -5,6 +5,7 @@ This module is imported by every `gieok` run, hooks included, so it imports noth
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from gieok.cli.app import DbOpt, UserOpt, app, bench_app, import_app
+from gieok.core.settings import load_settings
 
 ScopeOpt = Annotated[bool, typer.Option("--project/--user", help="--project: this directory's .claude/settings.json "
                                         "and .mcp.json; --user (default): ~/.claude/settings.json and ~/.claude.json.")]
@@ -240,6 +242,17 @@ def run_hook_bench(events: int, *, with_server: bool) -> dict[str, Any]:
                     proc.kill()
 
 
+async def count_rows(url: str) -> int:
+    """Every row of the store at `url`, deleted ones included, whichever backend it is."""
+    from gieok.store import open_store
+    store = open_store(url)
+    await store.open()
+    try:
+        return int((await store.stats(None))["total"])
+    finally:
+        await store.close()
+
+
 def _bench_events(exe: list[str], env: dict[str, str], home: Path, events: int, mode: str) -> dict[str, Any]:
     session, cwd = "bench-session", str(home)
     transcript = home / "transcript.jsonl"
@@ -271,9 +284,9 @@ def _bench_events(exe: list[str], env: dict[str, str], home: Path, events: int, 
             fire({**base, "hook_event_name": "Stop", "last_assistant_message": answer})
     for _ in range(10):
         fire({**base, "hook_event_name": "SessionStart", "source": "startup"})
-    import sqlite3
-    with sqlite3.connect(home / "memory.db") as db:
-        stored = int(db.execute("SELECT count(*) FROM memory").fetchone()[0])
+    # The hooks' own database (their environment names no other), counted through the store like any other.
+    hooks = load_settings(home=str(home), database_url=env.get("GIEOK_DATABASE_URL", ""))
+    stored = asyncio.run(count_rows(hooks.resolved_database_url))
     allt = times["UserPromptSubmit"] + times["Stop"]
     res: dict[str, Any] = {"mode": mode, "events": len(allt), "stored": stored,
                            "p50_ms": round(statistics.median(allt) * 1000, 1),

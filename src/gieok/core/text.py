@@ -95,11 +95,6 @@ def query_terms(query: str) -> list[list[str]]:
     return unique
 
 
-def fts5_query(terms: list[list[str]]) -> str:
-    """An FTS5 MATCH expression: any term may match (BM25 ranks rows matching more terms higher)."""
-    return " OR ".join('"' + " ".join(t) + '"' for t in terms)
-
-
 def estimate_tokens(text: str, chars_per_token: float = 1.7) -> int:
     """The seed's char-approximate token count: no tokenizer on the hot path."""
     return int(len(text) / chars_per_token) + 1

@@ -285,14 +285,9 @@ async def _open_turns(svc: MemoryService, user_id: str, now: datetime) -> list[M
     f = SearchFilters(user_id=user_id, kinds=("episodic",), roles=TURN_ROLES,
                       since=now - timedelta(days=WINDOW_DAYS), until=now - SETTLE)
     out: list[Memory] = []
-    after: str | None = None
-    while len(out) < MAX_ROWS_PER_USER:
-        page = await svc.store.list_memories(f, limit=500, newest_first=False, after_id=after)
-        if not page:
-            break
-        after = page[-1].id
+    async for page in svc.store.iter_pages(f):
         out.extend(m for m in page if not m.meta.get("consolidated_into") and m.meta.get("origin") != ORIGIN)
-        if len(page) < 500:
+        if len(out) >= MAX_ROWS_PER_USER:
             break
     return out[:MAX_ROWS_PER_USER]
 
@@ -300,14 +295,9 @@ async def _open_turns(svc: MemoryService, user_id: str, now: datetime) -> list[M
 async def _unchecked_knowledge(svc: MemoryService, user_id: str) -> list[Memory]:
     f = SearchFilters(user_id=user_id, kinds=KNOWLEDGE_KINDS)
     out: list[Memory] = []
-    after: str | None = None
-    while len(out) < MAX_CHECKS_PER_USER:
-        page = await svc.store.list_memories(f, limit=500, newest_first=False, after_id=after)
-        if not page:
-            break
-        after = page[-1].id
+    async for page in svc.store.iter_pages(f):
         out.extend(m for m in page if not m.meta.get("contradiction_checked"))
-        if len(page) < 500:
+        if len(out) >= MAX_CHECKS_PER_USER:
             break
     return out[:MAX_CHECKS_PER_USER]
 
@@ -357,9 +347,8 @@ async def consolidate(svc: MemoryService, now: datetime | None = None) -> dict[s
                 report["checked"] += 1
                 report["links"].extend(links)
     finally:
-        aclose = getattr(llm, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        if llm is not None:
+            await llm.aclose()
     report["seconds"] = round(time.perf_counter() - t0, 3)
     return report
 
@@ -373,14 +362,9 @@ async def summarize_session(svc: MemoryService, user_id: str, session_id: str) -
         raise InvalidInput("session_id", "is empty: pass the id of the session to summarise")
     f = SearchFilters(user_id=user_id, session_id=sid, include_archived=True)
     rows: list[Memory] = []
-    after: str | None = None
-    while len(rows) < MAX_ROWS_PER_USER:
-        page = await svc.store.list_memories(f, limit=500, newest_first=False, after_id=after)
-        if not page:
-            break
-        after = page[-1].id
+    async for page in svc.store.iter_pages(f):
         rows.extend(page)
-        if len(page) < 500:
+        if len(rows) >= MAX_ROWS_PER_USER:
             break
     if not rows:
         raise NotFound(f"no session {sid!r} for user {user_id!r}")
@@ -405,9 +389,8 @@ async def summarize_session(svc: MemoryService, user_id: str, session_id: str) -
             await svc.store.add_link(row.id, latest.id, "supersedes")
         await check_memory(svc, row, llm)
     finally:
-        aclose = getattr(llm, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        if llm is not None:
+            await llm.aclose()
     out = _session_answer(row, sid, len(turns), created=True)
     if latest is not None:
         out["supersedes"] = latest.id

@@ -137,21 +137,13 @@ class _Maintainer:
             # Archived rows matter only to the hard-delete step.
             f = SearchFilters(user_id=user_id, kinds=(kind,), until=self.now - timedelta(days=soft_days),
                               include_archived=self.hard)
-            after: str | None = None
-            while True:
-                page = await self.store.list_memories(f, limit=PAGE, newest_first=False, after_id=after)
-                if not page:
-                    break
-                after = page[-1].id
+            async for page in self.store.iter_pages(f, batch=PAGE):
                 rows = [m for m in page if not m.is_pinned]
                 vecs: dict[str, Vector] = {}
                 if self.model is not None and rows:
                     vecs = await self.store.get_vectors([m.id for m in rows], self.model)
                 for m in rows:
                     await self._judge(m, vecs.get(m.id))
-                await asyncio.sleep(0)
-                if len(page) < PAGE:
-                    break
 
     async def _judge(self, m: Memory, vec: Vector | None) -> None:
         self.report.scanned += 1
@@ -192,21 +184,13 @@ class _Maintainer:
     # --- review ----------------------------------------------------------------------------------------
     async def review_pass(self, user_id: str) -> None:
         for f in (SearchFilters(user_id=user_id, kinds=REVIEW_KINDS), SearchFilters(user_id=user_id, pinned_only=True)):
-            after: str | None = None
-            while True:
-                page = await self.store.list_memories(f, limit=PAGE, newest_first=False, after_id=after)
-                if not page:
-                    break
-                after = page[-1].id
+            async for page in self.store.iter_pages(f, batch=PAGE):
                 for m in page:
                     if m.next_review_at is None:
                         first = max((m.created_at or self.now) + timedelta(days=REVIEW_FIRST_DAYS), self.now)
                         await self.store.update_memory(m.id, {"next_review_at": first,
                                                               "review_interval_days": float(REVIEW_FIRST_DAYS)})
                         self.report.review_enrolled += 1
-                await asyncio.sleep(0)
-                if len(page) < PAGE:
-                    break
         for _ in range(MAX_REVIEW_PAGES):
             due = await self.store.list_due_reviews(user_id, self.now, PAGE)
             moved = 0
@@ -264,20 +248,12 @@ async def _rewrite_rows(svc: MemoryService, old: str, new: str) -> int:
     n = 0
     for user_id in await svc.store.list_user_ids():
         f = SearchFilters(user_id=user_id, p_tag=old, include_archived=True)
-        after: str | None = None
-        while True:
-            page = await svc.store.list_memories(f, limit=PAGE, newest_first=False, after_id=after)
-            if not page:
-                break
-            after = page[-1].id
+        async for page in svc.store.iter_pages(f, batch=PAGE):
             for m in page:
                 if old in m.p_tags:
                     tags = list(dict.fromkeys(new if t == old else t for t in m.p_tags))
                     await svc.store.update_memory(m.id, {"p_tags": tags})
                     n += 1
-            await asyncio.sleep(0)
-            if len(page) < PAGE:
-                break
     return n
 
 

@@ -265,8 +265,8 @@ class Librarian:
     async def _sleep(self, timeout: float) -> None:
         """Until `timeout` passes, `stop()` or an ingest in this process sets `wake`, or (when the store can
         tell, e.g. Postgres LISTEN/NOTIFY) enough rows are pending from any process."""
-        waiter = getattr(self.svc.store, "wait_for_pending", None)
-        if waiter is None:
+        store = self.svc.store
+        if not store.wakes_on_pending:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), timeout=timeout)
         else:
@@ -278,7 +278,7 @@ class Librarian:
                 left = deadline - loop.time()
                 if left <= 0:
                     break
-                if await waiter(min(left, WAKE_POLL_S)) and await self._pending_enough():
+                if await store.wait_for_pending(min(left, WAKE_POLL_S)) and await self._pending_enough():
                     break
         self.wake.clear()
 

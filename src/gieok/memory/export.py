@@ -8,16 +8,17 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from gieok.core.columns import COLUMN_NAMES, TIME_COLUMNS
 from gieok.core.dates import parse_time
 from gieok.core.errors import InvalidInput
 from gieok.core.models import Memory
 from gieok.core.text import index_text
-from gieok.store.base import Store
+from gieok.store.base import MemoryRows
 
+# ndjson carries every column (`Memory.to_dict`); CSV, for spreadsheets, the ones a person reads, in reading order.
 CSV_COLS = ("id", "created_at", "role", "kind", "agent_platform", "agent_model", "subagent_role", "session_id",
             "project", "p_tags", "d_tags", "is_pinned", "importance", "title", "content")
-_TIME_FIELDS = ("lease_until", "last_accessed_at", "next_review_at", "archived_at", "deleted_at", "created_at",
-                "updated_at")
+_KNOWN = frozenset(COLUMN_NAMES)
 
 
 def memory_to_json(m: Memory) -> str:
@@ -31,11 +32,10 @@ def memory_from_json(line: str, lineno: int = 0) -> Memory:
         raise InvalidInput(f"line {lineno}", f"not JSON: {exc.msg}") from None
     if not isinstance(d, dict) or "id" not in d or "content" not in d or "user_id" not in d:
         raise InvalidInput(f"line {lineno}", "each line must be an exported memory with id, user_id and content")
-    for k in _TIME_FIELDS:
+    for k in TIME_COLUMNS:
         if d.get(k):
             d[k] = parse_time(d[k], f"line {lineno}: {k}")
-    known = set(Memory.__slots__)  # type: ignore[attr-defined]
-    return Memory(**{k: v for k, v in d.items() if k in known})
+    return Memory(**{k: v for k, v in d.items() if k in _KNOWN})
 
 
 def render(rows: Iterable[Memory], fmt: str) -> str:
@@ -63,7 +63,7 @@ def render(rows: Iterable[Memory], fmt: str) -> str:
     raise InvalidInput("format", f"{fmt!r} is not one of ndjson, markdown, csv")
 
 
-async def export_text(store: Store, user_id: str | None, fmt: str, *, limit: int | None = None) -> tuple[str, int]:
+async def export_text(store: MemoryRows, user_id: str | None, fmt: str, *, limit: int | None = None) -> tuple[str, int]:
     if fmt not in ("ndjson", "markdown", "csv"):
         raise InvalidInput("format", f"{fmt!r} is not one of ndjson, markdown, csv")
     rows: list[Memory] = []
@@ -74,7 +74,7 @@ async def export_text(store: Store, user_id: str | None, fmt: str, *, limit: int
     return render(rows, fmt), len(rows)
 
 
-async def import_ndjson(store: Store, lines: Iterable[str], *, batch: int = 500) -> tuple[int, int]:
+async def import_ndjson(store: MemoryRows, lines: Iterable[str], *, batch: int = 500) -> tuple[int, int]:
     """Import exported rows exactly as they were (ids, times, tags, statuses). Returns (read, inserted).
     Rows already present (same id or same user/session/hash/time) are skipped. Embeddings are not in the
     export: imported rows go back to embed_status='pending' and the librarian re-embeds them."""
@@ -96,7 +96,7 @@ async def import_ndjson(store: Store, lines: Iterable[str], *, batch: int = 500)
     return read, inserted
 
 
-async def _flush(store: Store, buf: list[tuple[Memory, str]], existing: set[str]) -> int:
+async def _flush(store: MemoryRows, buf: list[tuple[Memory, str]], existing: set[str]) -> int:
     if not buf:
         return 0
     present = {m.id for m in await store.get_memories([m.id for m, _ in buf])}

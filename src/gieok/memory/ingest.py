@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from gieok.core.columns import GIVEN_COLUMNS
 from gieok.core.dates import parse_time, utcnow
 from gieok.core.errors import InvalidInput
 from gieok.core.ids import is_uuid, uuid7
@@ -151,9 +152,9 @@ def check_team(privacy: str, team: str | None) -> str:
     return t
 
 
-FIELDS = {"is_subagent", "content", "role", "kind", "source", "title", "session_id", "project", "created_at", "id",
-          "importance", "meta", "agent_platform", "agent_model", "subagent_role", "subagent_model",
-          "platform", "model", "user_id", "p_tags", "d_tags", "privacy_scope", "team"}
+# A message's own columns (gieok.core.columns) and the short names `platform` and `model`; not the pin, which
+# this form has never taken.
+FIELDS = frozenset(GIVEN_COLUMNS) - {"is_pinned"} | {"platform", "model"}
 
 
 def message_from_json(item: dict[str, Any], base: Identity) -> MessageIn:

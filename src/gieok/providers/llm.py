@@ -59,6 +59,10 @@ class LLM(Protocol):
 
     async def complete_json(self, system: str, user: str, schema: type[M]) -> M: ...
 
+    async def aclose(self) -> None:
+        """Release the client's connections; the caller that made it (`make_llm`) closes it."""
+        ...
+
 
 def _schema_instruction(schema: type[BaseModel]) -> str:
     # Stated in the prompt for every provider: json_object modes and Anthropic have no other way to see it,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gieok.core.models import Memory, SearchFilters
-from gieok.store.base import Store
+from gieok.store.base import MemoryRows
 
 # The e5 models read 512 tokens; a long previous message must not crowd out the row itself.
 _CONTEXT_CHARS = 400
@@ -32,7 +32,7 @@ def _with_context(m: Memory, prev: Memory | None) -> str:
     return f"{before}\n{embed_text(m)}"
 
 
-async def embed_texts(store: Store, rows: Sequence[Memory]) -> list[str]:
+async def embed_texts(store: MemoryRows, rows: Sequence[Memory]) -> list[str]:
     """The texts to embed for `rows`, each with its session's previous message as context."""
     out = []
     for m in rows:

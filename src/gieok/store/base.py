@@ -1,6 +1,18 @@
-"""The storage seam. Domain code talks to a `Store`; which database is behind it stays in the backend module.
+"""The storage seam. Domain code talks to a `Store`; which database is behind it stays in the backend package.
 
-A backend is chosen by URL scheme (`open_store`). Every backend passes the same contract suite
+`Store` is the composition of narrow Protocols, one per concern, so a caller that needs only one of them
+(the librarian's queue, say) can be typed against it:
+
+- `Lifecycle`    open, close, schema version, self-checks (`gieok doctor`);
+- `MemoryRows`   the memory rows: insert, read, change, erase, list, iterate, counts;
+- `SearchIndex`  keyword, substring and vector candidates;
+- `ColdQueue`    the librarian's work queue of rows still needing tags or an embedding;
+- `JobLeases`    leases on the librarian's periodic jobs (one runner at a time across processes);
+- `Profiles`     user profiles and project tags;
+- `Relations`    links between rows and feedback on them;
+- `AuthTables`   the team server's teams, API keys, audit log and erasure (`gieok.store.auth_base`).
+
+A backend is chosen by URL scheme (`gieok.store.open_store`). Every backend passes the same contract suite
 (`tests/test_store_contract.py`).
 """
 
@@ -14,56 +26,31 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from gieok.core.columns import UPDATABLE
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.principal import Principal
 from gieok.store.auth_base import AuthTables
 
 Vector = npt.NDArray[np.float32]
 
-# Columns a caller may change with `update_memory`; anything else is refused (ids, user, created_at …).
-UPDATABLE = frozenset({
-    "title", "content", "kind", "source", "importance", "is_pinned", "content_hash", "p_tags", "d_tags",
-    "privacy_scope", "team", "tag_status", "embed_status", "cold_attempts", "cold_error", "lease_until",
-    "view_count", "cite_count", "edit_count", "last_accessed_at", "next_review_at", "review_interval_days",
-    "is_active", "archived_at", "deleted_at", "updated_at", "meta", "project",
-})
-
-
-# BM25 scores every matching row before it can sort; a query of very common words over a big store would
-# score most of it. Both backends bound that work: above this many potential matches the most common terms are
-# left out (they carry little idf weight, and rows matching only them would not reach the top anyway), and if
-# the rarest term alone matches more, only its newest matches are scored. Small stores never reach the cap,
-# so their ranking is exact.
-MAX_SCORED_MATCHES = 2000
-
-
-def rarest_terms(terms: list[list[str]], doc_freq: list[float], cap: int) -> tuple[list[list[str]], float]:
-    """The terms to match, rarest first while their document frequencies add up to at most `cap` (the rarest
-    always), and how many rows they may match. Terms found nowhere are dropped unless nothing is left."""
-    freq = sorted(((n, i) for i, n in enumerate(doc_freq) if n > 0), key=lambda t: t[0]) or \
-        [(n, i) for i, n in enumerate(doc_freq)]
-    kept: list[list[str]] = []
-    total = 0.0
-    for n, i in freq:
-        if kept and total + n > cap:
-            break
-        kept.append(terms[i])
-        total += n
-    return kept, total
-
-
-def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
-    """The changes of an `update_memory`, refused when they touch a column callers may not change, with
-    `updated_at` stamped unless given. Shared by the backends so both refuse the same things."""
-    bad = set(changes) - UPDATABLE
-    if bad:
-        from gieok.core.errors import StoreError
-        raise StoreError(f"cannot update columns {sorted(bad)}")
-    out = dict(changes)
-    if "updated_at" not in out:
-        from gieok.core.dates import utcnow
-        out["updated_at"] = utcnow()
-    return out
+__all__ = [
+    "UPDATABLE",
+    "Check",
+    "ColdQueue",
+    "ColdResult",
+    "FeedbackRow",
+    "JobLeases",
+    "Lifecycle",
+    "Link",
+    "MemoryRows",
+    "Profiles",
+    "ProjectTag",
+    "Relations",
+    "SearchIndex",
+    "Store",
+    "UserProfile",
+    "Vector",
+]
 
 
 @dataclass(slots=True)
@@ -114,7 +101,16 @@ class ColdResult:
     embedding_model: str | None = None
 
 
-class Store(AuthTables, Protocol):
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of `gieok doctor`: what was checked, whether it is fine, and how to fix it when not."""
+
+    ok: bool
+    what: str
+    fix: str = ""
+
+
+class Lifecycle(Protocol):
     url: str
 
     async def open(self) -> None:
@@ -125,7 +121,13 @@ class Store(AuthTables, Protocol):
 
     async def schema_version(self) -> int: ...
 
-    # --- memory rows -------------------------------------------------------------------------------------
+    async def check(self) -> list[Check]:
+        """What only this backend knows to check on an open store (its engine and extensions, and that the
+        `memory` table has every column of `gieok.core.columns`)."""
+        ...
+
+
+class MemoryRows(Protocol):
     async def insert_memory(self, m: Memory, search_text: str) -> tuple[str, bool]:
         """Insert one row; returns (id, inserted). A row with the same user, session, content hash and
         created_at already present is a duplicate: its id is returned with inserted=False."""
@@ -163,12 +165,38 @@ class Store(AuthTables, Protocol):
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
                             after_id: str | None = None) -> list[Memory]: ...
 
-    def iter_memories(self, user_id: str | None, *, include_deleted: bool = False,
-                      batch: int = 500) -> AsyncIterator[Memory]:
-        """Every row in id (= time) order, for export and copy."""
+    def iter_pages(self, f: SearchFilters, *, batch: int = 500) -> AsyncIterator[list[Memory]]:
+        """Every row `f` lets through, oldest first (created_at, then id), in pages of at most `batch` rows.
+        The position is kept as the last row's (created_at, id), so rows changed, archived or erased while a
+        caller works through a page neither repeat nor make later rows be skipped. Between pages the event
+        loop gets a turn: a long pass does not hold up requests."""
         ...
 
-    # --- search ------------------------------------------------------------------------------------------
+    def iter_memories(self, user_id: str | None, *, include_deleted: bool = False,
+                      batch: int = 500) -> AsyncIterator[Memory]:
+        """Every row (of one user, or of all) in insertion order, for export and copy."""
+        ...
+
+    async def list_due_reviews(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
+        """Active rows whose spaced-review date has come, earliest first."""
+        ...
+
+    async def touch(self, ids: list[str], at: datetime) -> None:
+        """Count a view (view_count, last_accessed_at) for rows returned to an agent."""
+        ...
+
+    async def list_user_ids(self) -> list[str]:
+        """Every user with at least one memory row (deleted rows included), sorted: the librarian's
+        maintenance walks users one at a time."""
+        ...
+
+    async def stats(self, user_id: str | None) -> dict[str, Any]:
+        """Counts by state (`total` counts every row, deleted ones included), platform and embedding model,
+        the last librarian error and the rows processed in the last hour."""
+        ...
+
+
+class SearchIndex(Protocol):
     async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int) -> list[tuple[Memory, float]]:
         """Full-text candidates with a BM25 score (higher is better). `terms` from gieok.core.text.query_terms."""
         ...
@@ -184,15 +212,12 @@ class Store(AuthTables, Protocol):
 
     async def get_vectors(self, ids: list[str], model: str) -> dict[str, Vector]: ...
 
-    async def list_due_reviews(self, user_id: str, now: datetime, limit: int) -> list[Memory]:
-        """Active rows whose spaced-review date has come, earliest first."""
-        ...
 
-    async def touch(self, ids: list[str], at: datetime) -> None:
-        """Count a view (view_count, last_accessed_at) for rows returned to an agent."""
-        ...
+class ColdQueue(Protocol):
+    # True when `wait_for_pending` is woken by new rows from any process (PostgreSQL LISTEN/NOTIFY); False
+    # when it can only wait out its timeout, and the librarian should rather wait for its own wake-up event.
+    wakes_on_pending: bool
 
-    # --- cold path ---------------------------------------------------------------------------------------
     async def count_pending(self, max_attempts: int, *, need_embedding: bool = True) -> int:
         """Rows the librarian could claim now. `need_embedding=False` (no embedder configured) counts only
         rows still needing tags: an embed-pending row then waits for an embedder, not for a worker."""
@@ -219,33 +244,13 @@ class Store(AuthTables, Protocol):
         Their old vectors stay usable for search under the old model until replaced."""
         ...
 
-    # --- users, tags, links, feedback ----------------------------------------------------------------------
-    async def get_user(self, user_id: str) -> UserProfile | None: ...
-
-    async def save_user(self, profile: UserProfile) -> None: ...
-
-    async def list_project_tags(self) -> list[ProjectTag]: ...
-
-    async def upsert_project_tag(self, tag: ProjectTag) -> None: ...
-
-    async def add_link(self, src: str, dst: str, relation: str) -> None: ...
-
-    async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
-        """Links from or to the row; with a `viewer`, only those whose both ends it may see."""
+    async def wait_for_pending(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for new librarian work; True if woken by it. A store whose
+        `wakes_on_pending` is False waits out the timeout and returns False."""
         ...
 
-    async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None: ...
 
-    async def list_feedback(self, memory_id: str) -> list[FeedbackRow]: ...
-
-    async def stats(self, user_id: str | None) -> dict[str, Any]: ...
-
-    async def list_user_ids(self) -> list[str]:
-        """Every user with at least one memory row (deleted rows included), sorted: the librarian's
-        maintenance walks users one at a time."""
-        ...
-
-    # --- librarian jobs (maintenance, consolidation) ----------------------------------------------------
+class JobLeases(Protocol):
     async def acquire_job(self, name: str, owner: str, *, lease_seconds: float, min_interval_s: float,
                           now: datetime) -> bool:
         """Take the lease on job `name` unless another owner holds a live lease or the job last finished
@@ -260,3 +265,29 @@ class Store(AuthTables, Protocol):
     async def list_jobs(self) -> list[dict[str, Any]]:
         """Each job's state: name, owner, lease_until, last_started_at, last_finished_at, last_result."""
         ...
+
+
+class Profiles(Protocol):
+    async def get_user(self, user_id: str) -> UserProfile | None: ...
+
+    async def save_user(self, profile: UserProfile) -> None: ...
+
+    async def list_project_tags(self) -> list[ProjectTag]: ...
+
+    async def upsert_project_tag(self, tag: ProjectTag) -> None: ...
+
+
+class Relations(Protocol):
+    async def add_link(self, src: str, dst: str, relation: str) -> None: ...
+
+    async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
+        """Links from or to the row; with a `viewer`, only those whose both ends it may see."""
+        ...
+
+    async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None: ...
+
+    async def list_feedback(self, memory_id: str) -> list[FeedbackRow]: ...
+
+
+class Store(Lifecycle, MemoryRows, SearchIndex, ColdQueue, JobLeases, Profiles, Relations, AuthTables, Protocol):
+    """Everything a backend provides."""

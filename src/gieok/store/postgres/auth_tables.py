@@ -1,17 +1,15 @@
 """PostgreSQL side of the team server's tables (gieok.store.auth_base): teams, members, API keys, audit,
-erasure. A mixin of `PostgresStore`: it uses the store's pooled connections (`_conn`, the one place psycopg
+erasure. A mixin of `PostgresStore`: it uses the pooled connections of `PostgresBase` (`_conn`, the one place psycopg
 errors become StoreError)."""
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
-from psycopg import AsyncConnection
+from typing import Any
 
 from gieok.core.dates import utcnow
 from gieok.store.auth_base import ApiKeyRecord, AuditEntry, EraseReport, Team
+from gieok.store.postgres.connection import PostgresBase
 
 _KEY_COLS = "key_id, secret_hash, user_id, role, name, teams, created_at, expires_at, revoked_at, last_used_at"
 _AUDIT_COLS = "ts, actor, action, outcome, on_behalf, key_id, via, client, memory_ids, owners, detail, remote"
@@ -22,10 +20,7 @@ def _key(r: tuple[Any, ...]) -> ApiKeyRecord:
                         created_at=r[6], expires_at=r[7], revoked_at=r[8], last_used_at=r[9])
 
 
-class PostgresAuthTables:
-    if TYPE_CHECKING:  # provided by PostgresStore
-        def _conn(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]: ...
-
+class PostgresAuthTables(PostgresBase):
     # --- teams -----------------------------------------------------------------------------------------
     async def upsert_team(self, name: str, description: str = "") -> None:
         async with self._conn() as con:

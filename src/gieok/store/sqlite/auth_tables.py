@@ -1,16 +1,16 @@
 """SQLite side of the team server's tables (gieok.store.auth_base): teams, members, API keys, audit, erasure.
-A mixin of `SQLiteStore`: it uses the store's connection, lock and write transaction."""
+A mixin of `SQLiteStore`: it uses the connection, lock and write transaction of `SQLiteBase`."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gieok.core.dates import from_iso, iso, utcnow
 from gieok.store.auth_base import ApiKeyRecord, AuditEntry, EraseReport, Team
+from gieok.store.sqlite.connection import SQLiteBase
 
 _KEY_COLS = "key_id, secret_hash, user_id, role, name, teams, created_at, expires_at, revoked_at, last_used_at"
 _AUDIT_COLS = ("ts, actor, action, outcome, on_behalf, key_id, via, client, memory_ids, owners, detail, remote")
@@ -22,16 +22,7 @@ def _key(r: tuple[Any, ...]) -> ApiKeyRecord:
                         last_used_at=from_iso(r[9]))
 
 
-class SQLiteAuthTables:
-    if TYPE_CHECKING:  # provided by SQLiteStore
-        _lock: Any
-        _vec: dict[Any, Any]
-
-        @property
-        def db(self) -> sqlite3.Connection: ...
-
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
+class SQLiteAuthTables(SQLiteBase):
     # --- teams -----------------------------------------------------------------------------------------
     async def upsert_team(self, name: str, description: str = "") -> None:
         with self._write() as db:

@@ -1,0 +1,169 @@
+"""PostgreSQL: full-text (BM25 over tsvector, `text.py`), substring (pg_trgm) and vector search (pgvector).
+
+Filtered vector search must return full results. HNSW with a selective `WHERE user_id = …` returns only
+the filtered part of its `ef_search` candidates (MEASURED.md: 0.4–0.5 of 10 rows at 1% selectivity). So a
+user with few vectors gets an exact scan (a MATERIALIZED CTE keeps the planner off the index), a large one
+gets HNSW with `hnsw.iterative_scan = relaxed_order`, re-sorted by exact distance, and if that still comes
+back short (a very selective filter) the exact scan answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import time
+from typing import Any
+
+import numpy as np
+from psycopg import AsyncConnection, sql
+
+from gieok.core.errors import StoreError
+from gieok.core.models import Memory, SearchFilters
+from gieok.store.base import Vector
+from gieok.store.postgres.codec import SELECT, row_to_memory, tags_sql, ts, vec
+from gieok.store.postgres.connection import HNSW_EF_SEARCH, PostgresBase
+from gieok.store.postgres.text import FTS_STATS_TTL_S, FtsStats, bm25_sql, read_fts_stats
+from gieok.store.postgres.vectors import knn_sql, vector_type
+from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rarest_terms
+from gieok.store.sqlfilters import owner_clause, where_clause
+
+# Exact scan or HNSW? An exact scan costs in proportion to the user's rows n; a filtered HNSW scan visits
+# about limit·N/n index tuples (N: the whole table) before enough of the user's rows turn up. They cross
+# near n = sqrt(K·N); K was measured with `gieok bench scale`-style data (384-d, limit 50: crossover at
+# ~5,700 of 100,000 rows). Exact answers are also complete and in order.
+EXACT_SCAN_K = 325.0
+EXACT_SCAN_MIN = 2_000
+EXACT_SCAN_MAX = 50_000
+LARGE_USER_TTL_S = 60.0
+
+
+class SearchMixin(PostgresBase):
+    MAX_SCORED_MATCHES = MAX_SCORED_MATCHES     # see gieok.store.shared
+
+    async def keyword_search(self, f: SearchFilters, terms: list[list[str]],
+                             limit: int) -> list[tuple[Memory, float]]:
+        terms = [t for t in terms if t]
+        if not terms:
+            return []
+        where, params = where_clause(f, "%s", tags_sql, ts)
+        stats = await self._fts_stats()
+        # Bounded work on huge stores, as on SQLite (gieok.store.base.MAX_SCORED_MATCHES).
+        kept, potential = rarest_terms(terms, [stats.df(t) for t in terms], self.MAX_SCORED_MATCHES)
+        phrases = [" ".join(t) for t in kept]
+        idf = [stats.idf(t) for t in kept]
+        newest = potential > self.MAX_SCORED_MATCHES
+        q = bm25_sql(len(phrases), where, SELECT, newest=newest)
+        cap = [self.MAX_SCORED_MATCHES] if newest else []
+        async with self._conn() as con:
+            rows = await (await con.execute(q, [*phrases, *params, *cap, *phrases, stats.avg_len, *idf,
+                                                limit])).fetchall()
+        return [(row_to_memory(r[:-1]), float(r[-1])) for r in rows]
+
+    async def _fts_stats(self) -> FtsStats:
+        """Row count, mean prepared-text length and lexeme frequencies, from the statistics ANALYZE keeps
+        (autovacuum refreshes them): reading them costs a catalogue lookup, counting matches would cost a
+        scan per query. idf needs magnitudes, not exact counts, so they are cached for a few minutes and
+        refreshed in the background: only the first search of a process waits for them."""
+        if self._fts is None:
+            self._fts = await self._read_fts_stats()
+        elif time.monotonic() - self._fts.at > FTS_STATS_TTL_S and self._fts_refresh is None:
+            self._fts_refresh = asyncio.create_task(self._refresh_fts_stats())
+        return self._fts
+
+    async def _refresh_fts_stats(self) -> None:
+        try:
+            self._fts = await self._read_fts_stats()
+        except StoreError:
+            # Keep the old numbers and try again a TTL later; a search must not fail for them.
+            self._fts = dataclasses.replace(self._fts, at=time.monotonic()) if self._fts else None
+        finally:
+            self._fts_refresh = None
+
+    async def _read_fts_stats(self) -> FtsStats:
+        async with self._conn() as con:
+            return await read_fts_stats(con)
+
+    async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
+        if not needle.strip():
+            return []
+        where, params = where_clause(f, "%s", tags_sql, ts)
+        q = (f"SELECT {SELECT} FROM memory m WHERE {where} AND m.content ILIKE %s "
+             f"ORDER BY m.created_at DESC LIMIT %s")
+        async with self._conn() as con:
+            rows = await (await con.execute(q, [*params, like_pattern(needle), limit])).fetchall()
+        return [row_to_memory(r) for r in rows]
+
+    async def vector_search(self, f: SearchFilters, model: str, query: Vector,
+                            limit: int) -> list[tuple[Memory, float]]:
+        dims = int(query.shape[0])
+        if limit <= 0 or dims == 0:
+            return []
+        where, params = where_clause(f, "%s", tags_sql, ts)
+        typ, _ = vector_type(dims)
+        # Literals, not parameters, for the model and dimension: the planner must see them to match the
+        # partial index predicate.
+        model_cond = sql.SQL("m.embedding_model = {} AND vector_dims(m.embedding) = {}").format(
+            sql.Literal(model), sql.Literal(dims))
+        qvec = np.asarray(query, dtype=np.float32)
+        table_rows = (await self._fts_stats()).rows
+        exact_max = int(min(EXACT_SCAN_MAX, max(EXACT_SCAN_MIN, math.sqrt(EXACT_SCAN_K * table_rows))))
+        owner, owner_params = owner_clause(f, "%s")
+        key = (owner + repr(owner_params), model)
+        async with self._conn() as con:
+            large_until = self._large_users.get(key, 0.0)
+            if large_until > time.monotonic():
+                n = exact_max + 1
+            else:
+                # Counting stops at the threshold: an index-only scan of at most exact_max entries (with a
+                # viewer: its own rows or the shared ones it may see).
+                row = await (await con.execute(
+                    f"SELECT count(*) FROM (SELECT 1 FROM memory m WHERE {owner} AND m.embedding_model = %s "
+                    "AND m.embedding IS NOT NULL LIMIT %s) t", (*owner_params, model, exact_max + 1))).fetchone()
+                n = int(row[0]) if row else 0
+                if n > exact_max:
+                    # Large users stay large: skip the count for a while. (Small counts are not cached: a
+                    # stale zero would hide new vectors.)
+                    self._large_users[key] = time.monotonic() + LARGE_USER_TTL_S
+            if n == 0:
+                return []
+            if n > exact_max:
+                hits = await self._hnsw_search(con, where, params, model_cond, typ, qvec, limit)
+                if len(hits) >= limit:
+                    return hits
+            return await self._exact_search(con, where, params, model_cond, typ, qvec, limit)
+
+    async def _hnsw_search(self, con: AsyncConnection[Any], where: str, params: list[Any], model_cond: sql.Composed,
+                           typ: str, qvec: Vector, limit: int) -> list[tuple[Memory, float]]:
+        inner = (f"SELECT m.id, m.embedding::{typ} <=> %s::{typ} AS dist FROM memory m "
+                 f"WHERE {where} AND {{model}} ORDER BY dist LIMIT %s")
+        q = sql.SQL(knn_sql(inner, typ, SELECT)).format(model=model_cond)
+        if limit <= HNSW_EF_SEARCH:
+            rows = await (await con.execute(q, [qvec, *params, limit], prepare=False)).fetchall()
+        else:
+            # A long candidate list needs a larger ef_search. prepare=False here and above: a plan prepared
+            # under other settings would not see a SET LOCAL.
+            async with con.transaction():
+                await con.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
+                rows = await (await con.execute(q, [qvec, *params, limit], prepare=False)).fetchall()
+        return [(row_to_memory(r[:-1]), float(r[-1])) for r in rows]
+
+    async def _exact_search(self, con: AsyncConnection[Any], where: str, params: list[Any], model_cond: sql.Composed,
+                            typ: str, qvec: Vector, limit: int) -> list[tuple[Memory, float]]:
+        # MATERIALIZED: the candidates are fetched by the btree/filters first and then ranked exactly;
+        # without it the planner may push ORDER BY … LIMIT into the HNSW index and lose filtered rows.
+        inner = (f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding FROM memory m WHERE {where} AND {{model}}) "
+                 f"SELECT c.id, c.embedding::{typ} <=> %s::{typ} AS dist FROM c ORDER BY dist LIMIT %s")
+        q = sql.SQL(knn_sql(inner, typ, SELECT)).format(model=model_cond)
+        rows = await (await con.execute(q, [*params, qvec, limit], prepare=False)).fetchall()
+        return [(row_to_memory(r[:-1]), float(r[-1])) for r in rows]
+
+    async def get_vectors(self, ids: list[str], model: str) -> dict[str, Vector]:
+        if not ids:
+            return {}
+        async with self._conn() as con:
+            rows = await (await con.execute("SELECT id, embedding FROM memory WHERE id = ANY(%s) AND "
+                                            "embedding_model = %s AND embedding IS NOT NULL",
+                                            (list(ids), model))).fetchall()
+        return {r[0]: vec(r[1]) for r in rows}
+

@@ -1,0 +1,137 @@
+"""The SQLite connection: opening (WAL, busy timeout), write transactions, migrations, the doctor's checks.
+The store's other parts (`memories`, `search`, `queue`, `profiles`) build on `SQLiteBase`."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gieok.core.dates import iso, utcnow
+from gieok.core.errors import ConfigError, StoreError
+from gieok.store.base import Check
+from gieok.store.shared import columns_check
+from gieok.store.sqlite import migrations
+
+
+def sqlite_path(url: str) -> str:
+    if not url.startswith("sqlite:///"):
+        raise ConfigError(f"not a SQLite URL: {url!r} (expected sqlite:///path/to/memory.db)")
+    return url[len("sqlite:///"):] or ":memory:"
+
+
+@dataclass
+class VecCache:
+    """A process's float32 matrix of one (user, model)'s vectors (`search.py`), refreshed by `embed_gen`."""
+
+    seqs: np.ndarray            # int64 row seqs
+    mat: np.ndarray             # float32 (n, dim), L2-normalised
+    gen: int                    # highest embed_gen loaded
+
+
+class SQLiteBase:
+    def __init__(self, url: str, busy_timeout_ms: int = 5000) -> None:
+        self.url = url
+        self.path = sqlite_path(url)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self._vec: dict[tuple[tuple[str, str], str], VecCache] = {}  # ((partition kind, name), model)
+
+    async def open(self) -> None:
+        if self._db is not None:
+            return
+        if self.path != ":memory:":
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            # Keep the WAL from growing without bound when readers are always active (MEASURED.md).
+            db.execute("PRAGMA journal_size_limit = 67108864")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite database {self.path}: {exc}. Check GIEOK_DATABASE_URL "
+                             "and that the directory is writable.") from exc
+        self._db = db
+        try:
+            self._migrate()
+        except BaseException:
+            db.close()
+            self._db = None
+            raise
+
+    async def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreError("store is not open: call `await store.open()` first")
+        return self._db
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            db = self.db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            else:
+                db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        # Most opens find nothing to do: check with a plain read first, so a CLI or hook opening a busy
+        # database does not queue for the write lock behind other agents' captures.
+        try:
+            done = {r[0] for r in self.db.execute("SELECT version FROM migration_history")}
+            if all(v in done for v, _, _ in migrations.MIGRATIONS):
+                return
+        except sqlite3.OperationalError:
+            pass  # no history table yet: a new database
+        with self._write() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS migration_history (version INTEGER PRIMARY KEY, "
+                       "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+            done = {r[0] for r in db.execute("SELECT version FROM migration_history")}
+            for version, name, fn in migrations.MIGRATIONS:
+                if version in done:
+                    continue
+                try:
+                    fn(db)
+                except sqlite3.Error as exc:
+                    raise StoreError(f"migration {version:03d}_{name} failed: {exc}") from exc
+                db.execute("INSERT INTO migration_history VALUES (?, ?, ?)", (version, name, iso(utcnow())))
+
+    async def schema_version(self) -> int:
+        with self._lock:
+            return int(self.db.execute("SELECT COALESCE(MAX(version), 0) FROM migration_history").fetchone()[0])
+
+
+    async def check(self) -> list[Check]:
+        # A fresh in-memory connection: the probe must not write to the user's database.
+        probe = sqlite3.connect(":memory:")
+        try:
+            probe.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+            checks = [Check(True, f"SQLite {sqlite3.sqlite_version} with FTS5")]
+        except sqlite3.Error:
+            checks = [Check(False, "SQLite has no FTS5",
+                            "use a Python built with FTS5 (Debian/pyenv builds have it)")]
+        finally:
+            probe.close()
+        with self._lock:
+            have = {r[1] for r in self.db.execute("PRAGMA table_info(memory)")}
+        return [*checks, columns_check(have)]
+
