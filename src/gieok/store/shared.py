@@ -13,7 +13,9 @@ from gieok.core.columns import COLUMN_NAMES, UPDATABLE
 from gieok.core.dates import utcnow
 from gieok.core.errors import StoreError
 from gieok.core.models import Memory
+from gieok.core.principal import Principal
 from gieok.store.base import Check
+from gieok.store.sqlfilters import visible_clause
 
 # BM25 scores every matching row before it can sort; a query of very common words over a big store would
 # score most of it. Both backends bound that work: above this many potential matches the most common terms are
@@ -61,6 +63,33 @@ def update_columns(changes: dict[str, Any], search_text: str | None,
         cols.append("search_text")
         values.append(search_text)
     return changes, cols, values
+
+
+def memory_by_id_sql(select: str, memory_id: str, include_deleted: bool, viewer: Principal | None,
+                     ph: str) -> tuple[str, list[Any]]:
+    """`get_memory`'s query: the row, unless deleted (or not visible to `viewer`, inside the same query)."""
+    sql = f"SELECT {select} FROM memory m WHERE m.id = {ph}"
+    params: list[Any] = [memory_id]
+    if not include_deleted:
+        sql += " AND m.deleted_at IS NULL"
+    if viewer is not None:
+        vis, vparams = visible_clause(viewer, ph)
+        sql += " AND " + vis
+        params += vparams
+    return sql, params
+
+
+def links_sql(memory_id: str, viewer: Principal | None, ph: str) -> tuple[str, list[Any]]:
+    """`list_links`' query: links from or to the row, oldest first; with a `viewer`, only those whose both ends
+    it may see."""
+    sql = f"SELECT l.src, l.dst, l.relation, l.created_at FROM memory_links l WHERE (l.src = {ph} OR l.dst = {ph})"
+    params: list[Any] = [memory_id, memory_id]
+    if viewer is not None:
+        for end in ("src", "dst"):
+            vis, vparams = visible_clause(viewer, ph, alias="v")
+            sql += f" AND EXISTS (SELECT 1 FROM memory v WHERE v.id = l.{end} AND v.deleted_at IS NULL AND {vis})"
+            params += vparams
+    return sql + " ORDER BY l.created_at", params
 
 
 def after_clause(after: tuple[Any, str], ph: str) -> str:

@@ -19,7 +19,7 @@ from gieok.store.postgres.codec import CASTS, MEMORY_COLS, SELECT, db_value, row
 from gieok.store.postgres.connection import PostgresBase, redacted
 from gieok.store.postgres.text import neighbour_ids
 from gieok.store.postgres.text import refresh_context as refresh_context_rows
-from gieok.store.shared import after_clause, keyset_pages, owner_scope, update_columns
+from gieok.store.shared import after_clause, keyset_pages, memory_by_id_sql, owner_scope, update_columns
 from gieok.store.sqlfilters import visible_clause, where_clause
 
 
@@ -65,14 +65,7 @@ class MemoryRowsMixin(PostgresBase):
 
     async def get_memory(self, memory_id: str, *, include_deleted: bool = False,
                          viewer: Principal | None = None) -> Memory | None:
-        q = f"SELECT {SELECT} FROM memory m WHERE m.id = %s"
-        params: list[Any] = [memory_id]
-        if not include_deleted:
-            q += " AND m.deleted_at IS NULL"
-        if viewer is not None:
-            vis, vparams = visible_clause(viewer, "%s")
-            q += " AND " + vis
-            params += vparams
+        q, params = memory_by_id_sql(SELECT, memory_id, include_deleted, viewer, "%s")
         async with self._conn() as con:
             row = await (await con.execute(q, params)).fetchone()
         return row_to_memory(row) if row else None

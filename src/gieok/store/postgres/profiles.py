@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -14,7 +13,7 @@ from gieok.core.errors import StoreError
 from gieok.core.principal import Principal
 from gieok.store.base import FeedbackRow, Link, ProjectTag, UserProfile
 from gieok.store.postgres.connection import PostgresBase
-from gieok.store.sqlfilters import visible_clause
+from gieok.store.shared import links_sql
 
 
 class ProfilesMixin(PostgresBase):
@@ -65,15 +64,9 @@ class RelationsMixin(PostgresBase):
             raise
 
     async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
-        q = "SELECT l.src, l.dst, l.relation, l.created_at FROM memory_links l WHERE (l.src = %s OR l.dst = %s)"
-        params: list[Any] = [memory_id, memory_id]
-        if viewer is not None:
-            for end in ("src", "dst"):
-                vis, vparams = visible_clause(viewer, "%s", alias="v")
-                q += f" AND EXISTS (SELECT 1 FROM memory v WHERE v.id = l.{end} AND v.deleted_at IS NULL AND {vis})"
-                params += vparams
+        q, params = links_sql(memory_id, viewer, "%s")
         async with self._conn() as con:
-            rows = await (await con.execute(q + " ORDER BY l.created_at", params)).fetchall()
+            rows = await (await con.execute(q, params)).fetchall()
         return [Link(r[0], r[1], r[2], r[3]) for r in rows]
 
     async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None:

@@ -24,7 +24,7 @@ from gieok.store.context_sql import (
     neighbours_sql,
     rewrites_neighbours,
 )
-from gieok.store.shared import after_clause, keyset_pages, owner_scope, update_columns
+from gieok.store.shared import after_clause, keyset_pages, memory_by_id_sql, owner_scope, update_columns
 from gieok.store.sqlfilters import visible_clause, where_clause
 from gieok.store.sqlite.codec import MAX_GEN, MEMORY_COLS, SELECT, db_value, insert_params, row_to_memory, tags_sql
 from gieok.store.sqlite.connection import SQLiteBase
@@ -96,14 +96,7 @@ class MemoryRowsMixin(SQLiteBase):
 
     async def get_memory(self, memory_id: str, *, include_deleted: bool = False,
                          viewer: Principal | None = None) -> Memory | None:
-        sql = f"SELECT {SELECT} FROM memory m WHERE m.id = ?"
-        params: list[Any] = [memory_id]
-        if not include_deleted:
-            sql += " AND m.deleted_at IS NULL"
-        if viewer is not None:
-            vis, vparams = visible_clause(viewer, "?")
-            sql += " AND " + vis
-            params += vparams
+        sql, params = memory_by_id_sql(SELECT, memory_id, include_deleted, viewer, "?")
         with self._lock:
             row = self.db.execute(sql, params).fetchone()
         return row_to_memory(row) if row else None

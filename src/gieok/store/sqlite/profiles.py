@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
-from typing import Any
 
 from gieok.core.dates import from_iso, iso, utcnow
 from gieok.core.errors import StoreError
 from gieok.core.principal import Principal
 from gieok.store.base import FeedbackRow, Link, ProjectTag, UserProfile
-from gieok.store.sqlfilters import visible_clause
+from gieok.store.shared import links_sql
 from gieok.store.sqlite.connection import SQLiteBase
 
 
@@ -61,15 +60,9 @@ class RelationsMixin(SQLiteBase):
                 raise StoreError(f"cannot link {src} → {dst}: {exc}") from exc
 
     async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
-        sql = "SELECT l.src, l.dst, l.relation, l.created_at FROM memory_links l WHERE (l.src = ? OR l.dst = ?)"
-        params: list[Any] = [memory_id, memory_id]
-        if viewer is not None:
-            for end in ("src", "dst"):
-                vis, vparams = visible_clause(viewer, "?", alias="v")
-                sql += f" AND EXISTS (SELECT 1 FROM memory v WHERE v.id = l.{end} AND v.deleted_at IS NULL AND {vis})"
-                params += vparams
+        sql, params = links_sql(memory_id, viewer, "?")
         with self._lock:
-            rows = self.db.execute(sql + " ORDER BY l.created_at", params).fetchall()
+            rows = self.db.execute(sql, params).fetchall()
         return [Link(r[0], r[1], r[2], from_iso(r[3])) for r in rows]
 
     async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None:
