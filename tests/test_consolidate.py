@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,8 +14,10 @@ from gieok.app.runtime import open_service
 from gieok.core.errors import NotFound
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.settings import Settings, load_settings
-from gieok.librarian.consolidate import cluster_rows, consolidate, drop_from_summaries, summarize_session
+from gieok.librarian import consolidate as consolidation
+from gieok.librarian.consolidate import cluster_rows
 from gieok.librarian.contradictions import conflict
+from gieok.memory.forgetting import drop_from_summaries as drop_from_store_summaries
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from tests.fakes.embedding_server import FakeEmbeddingServer
@@ -39,6 +42,22 @@ KO_COFFEE = ["회사 앞 카페 커피가 정말 맛있어요.",
              "카페 라떼는 오후에 마시면 잠이 안 와요.",
              "커피 원두는 카페에서 직접 사는 게 좋아요.",
              "점심 먹고 카페에서 커피 한 잔 할까요?"]
+
+
+# The librarian's jobs take the store, settings and embedder, and the librarian as the processor that tags and
+# embeds each summary at once; these call them the way the librarian does.
+async def consolidate(svc: MemoryService, now: datetime) -> dict[str, Any]:
+    return await consolidation.consolidate(svc.store, svc.settings, embedder=svc.embedder, processor=svc.processor,
+                                           now=now)
+
+
+async def summarize_session(svc: MemoryService, user_id: str, session_id: str) -> dict[str, Any]:
+    return await consolidation.summarize_session(svc.store, svc.settings, user_id, session_id,
+                                                 processor=svc.processor)
+
+
+async def drop_from_summaries(svc: MemoryService, memory_id: str) -> list[str]:
+    return await drop_from_store_summaries(svc.store, memory_id, svc.processor)
 
 
 def make_settings(db_url: str, tmp_path: Path, **kw: object) -> Settings:

@@ -118,7 +118,7 @@ async def test_a_crashed_workers_rows_come_back_when_its_lease_ends(tmp_path: Pa
         now = utcnow()
         crashed = await svc.store.claim_pending("crashed-worker", 100, 60, 3, now)  # and never completes
         assert len(crashed) == 6
-        lib = Librarian(svc, worker_id="survivor")
+        lib = Librarian(svc.store, svc.embedder, svc.settings, worker_id="survivor")
         lib.clock = lambda: now + timedelta(seconds=30)
         assert await lib.run_once() == 0  # the lease still holds
         lib.clock = lambda: now + timedelta(seconds=61)
@@ -187,7 +187,7 @@ async def test_store_side_wake_up_is_used_and_counts_pending_rows(tmp_path: Path
     store = NotifyingStore(s.database_url)
     await store.open()
     try:
-        lib = Librarian(MemoryService(s, store, None))
+        lib = Librarian(store, None, s)  # a worker alone, as `gieok worker` runs it
         task = asyncio.create_task(lib.run_forever())
 
         async def asleep() -> bool:
@@ -212,7 +212,8 @@ async def test_store_side_wake_up_is_used_and_counts_pending_rows(tmp_path: Path
 
 async def test_periodic_jobs_run_once_across_workers(tmp_path: Path) -> None:
     async with open_service(make_settings(tmp_path)) as svc:
-        a, b = Librarian(svc, worker_id="a"), Librarian(svc, worker_id="b")
+        a = Librarian(svc.store, svc.embedder, svc.settings, worker_id="a")
+        b = Librarian(svc.store, svc.embedder, svc.settings, worker_id="b")
         ran_a = await a.run_due_jobs()
         ran_b = await b.run_due_jobs()
         assert set(ran_a) == {"maintenance", "consolidation"} and ran_b == {}  # ran recently: b skips

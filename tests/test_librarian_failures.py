@@ -209,7 +209,7 @@ async def test_a_failed_context_refresh_brings_the_batch_back(tmp_path: Path, mo
     async with open_service(make_settings(tmp_path, lease_seconds=60), with_embedder=False) as svc:
         q, _ = await svc.ingest(MessageIn(content="Where did we park the zeppelin?", user_id="alice", session_id="s"))
         a, _ = await svc.ingest(MessageIn(content="Behind hangar nine.", user_id="alice", session_id="s"))
-        lib = Librarian(svc)
+        lib = Librarian(svc.store, svc.embedder, svc.settings)
         real = svc.store.refresh_context
 
         async def broken(ids: list[str]) -> int:

@@ -7,6 +7,7 @@ import math
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,8 @@ from gieok.app.runtime import open_service
 from gieok.core.errors import InvalidInput, NotFound
 from gieok.core.models import Identity, Memory, SearchFilters
 from gieok.core.settings import Settings, load_settings
-from gieok.librarian.maintenance import forget_score, merge_tags, run_maintenance
+from gieok.librarian import maintenance
+from gieok.librarian.maintenance import forget_score
 from gieok.memory.context import load_context
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
@@ -35,6 +37,12 @@ def make_settings(db_url: str, tmp_path: Path, **kw: object) -> Settings:
 async def svc(db_url: str, tmp_path: Path) -> AsyncIterator[MemoryService]:
     async with open_service(make_settings(db_url, tmp_path)) as service:
         yield service
+
+
+async def run_maintenance(svc: MemoryService, now: datetime) -> dict[str, Any]:
+    """The maintenance job as the librarian runs it: on the service's store, settings and embedder."""
+    return await maintenance.run_maintenance(svc.store, svc.settings, embedder=svc.embedder,
+                                             processor=svc.processor, now=now)
 
 
 async def put(svc: MemoryService, text: str, *, age_days: float, kind: str = "episodic", importance: float = 0.5,
@@ -188,12 +196,12 @@ async def test_clear_synonym_tags_are_merged_and_rows_rewritten(svc: MemoryServi
 async def test_merge_tags_follows_aliases_and_refuses_cycles(svc: MemoryService) -> None:
     for name in ("gieok", "memory-server", "mem-srv"):
         await svc.store.upsert_project_tag(ProjectTag(name))
-    await merge_tags(svc, "memory-server", "gieok")
-    res = await merge_tags(svc, "mem-srv", "memory-server")  # an alias resolves to its canonical tag
+    await maintenance.merge_tags(svc.store, "memory-server", "gieok")
+    res = await maintenance.merge_tags(svc.store, "mem-srv", "memory-server")  # an alias resolves to its canonical tag
     assert res["canonical"] == "gieok"
     with pytest.raises(InvalidInput, match="other way round"):
-        await merge_tags(svc, "gieok", "memory-server")
+        await maintenance.merge_tags(svc.store, "gieok", "memory-server")
     with pytest.raises(NotFound):
-        await merge_tags(svc, "no-such-tag", "gieok")
+        await maintenance.merge_tags(svc.store, "no-such-tag", "gieok")
     with pytest.raises(InvalidInput):
-        await merge_tags(svc, "gieok", "Gieok")
+        await maintenance.merge_tags(svc.store, "gieok", "Gieok")

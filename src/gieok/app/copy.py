@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from gieok.core.errors import ProviderError
 from gieok.core.models import Memory
 from gieok.core.text import index_text
-from gieok.librarian.worker import embed_text  # the one definition of what a vector is computed from
 from gieok.providers.embed.base import Embedder
+from gieok.retrieval.doc_text import embed_text  # the one definition of what a vector is computed from
 from gieok.store.base import ProjectTag, Store, Vector
 
 # on_progress(stage, done, total): stage is "rows", "links" or "verify".

