@@ -37,6 +37,12 @@ LAYERS: dict[str, int] = {
     "entry": 9,
 }
 
+# Edges the layer order allows but the design does not: (importer prefix, imported prefix) → why not.
+FORBIDDEN: dict[tuple[str, str], str] = {
+    ("gieok.librarian", "gieok.memory.service"):
+        "the librarian takes the store, the embedder and the settings, never the memory service",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Edge:
@@ -107,10 +113,18 @@ def layer_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def layer_violations(graph: Mapping[str, Iterable[Edge]], layers: Mapping[str, int] = LAYERS) -> list[str]:
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def layer_violations(graph: Mapping[str, Iterable[Edge]], layers: Mapping[str, int] = LAYERS,
+                     forbidden: Mapping[tuple[str, str], str] = FORBIDDEN) -> list[str]:
     out: list[str] = []
     for src in sorted(graph):
         for e in graph[src]:
+            for (a_prefix, b_prefix), why in forbidden.items():
+                if _within(e.src, a_prefix) and _within(e.dst, b_prefix):
+                    out.append(f"{e}: {a_prefix} may not import {b_prefix}: {why}")
             a, b = layer_of(e.src), layer_of(e.dst)
             if a not in layers:
                 out.append(f"{e}: module {e.src} is in no layer; add {a!r} to LAYERS in tests/test_architecture.py")
@@ -240,14 +254,17 @@ def test_checker_reports_a_planted_cycle_with_its_path() -> None:
 
 def test_checker_reports_a_planted_upward_edge_by_name() -> None:
     g = _graph(("gieok.core.settings", "gieok.app.runtime"), ("gieok.app.runtime", "gieok.core.settings"),
-               ("gieok.capture.hooks", "gieok.mcp.server"), ("gieok.memory.ingest", "gieok.nowhere.x"))
+               ("gieok.capture.hooks", "gieok.mcp.server"), ("gieok.memory.ingest", "gieok.nowhere.x"),
+               ("gieok.librarian.profile", "gieok.memory.service"), ("gieok.librarian.profile", "gieok.memory.ports"))
     bad = layer_violations(g)
     assert any(v.startswith("gieok.core.settings -> gieok.app.runtime (line 1): layer core may not import "
                             "layer app") for v in bad), bad
     assert any("gieok.capture.hooks -> gieok.mcp.server (line 1): layer capture may not import layer mcp (a peer)"
                in v for v in bad), bad
     assert any("module gieok.nowhere.x is in no layer" in v for v in bad), bad
-    assert len(bad) == 3
+    assert any(v.startswith("gieok.librarian.profile -> gieok.memory.service (line 1): gieok.librarian may not "
+                            "import gieok.memory.service") for v in bad), bad
+    assert len(bad) == 4
 
 
 def test_checker_parses_every_import_form() -> None:
