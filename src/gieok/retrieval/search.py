@@ -73,8 +73,13 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
             if recipe.use_keywords:
                 tg.start_soon(keywords)
     except BaseExceptionGroup as group:
-        # Callers handle a store error as such, not wrapped in a group.
-        raise group.exceptions[0] from None
+        # Callers handle a store error as such, not wrapped in a group. One failure is raised as it is, with
+        # its own cause; when both searches failed, the first stands for them with the group as its cause,
+        # so the other failure is not lost.
+        first = group.exceptions[0]
+        if len(group.exceptions) == 1:
+            raise first  # noqa: B904 - `from` would replace the error's own cause
+        raise first from group
     if kw_hits is None and qvec is None:
         await keywords()        # no vectors to go by: keywords answer
     cands: dict[str, Candidate] = {}
