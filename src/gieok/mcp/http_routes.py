@@ -19,7 +19,7 @@ from gieok import __version__
 from gieok.auth.audit import entry
 from gieok.auth.http_gate import request_principal
 from gieok.auth.team import TeamAuth
-from gieok.core.errors import AuthError, Forbidden, GieokError, InvalidInput
+from gieok.core.errors import AuthError, Forbidden, GieokError, InvalidInput, NotFound
 from gieok.core.models import Identity
 from gieok.core.principal import Principal
 from gieok.mcp.identity import HEADER, resolve_identity
@@ -29,9 +29,20 @@ from gieok.memory.ingest import message_from_json, prepare
 from gieok.memory.service import MemoryService
 
 
+def error_status(exc: GieokError) -> int:
+    """400 only for what the caller can fix, 404 for what is not there, the refusal's own status for who is
+    asking (401/403/429); a failing database, provider or setting is the server's problem: 500."""
+    if isinstance(exc, AuthError):
+        return exc.status
+    if isinstance(exc, InvalidInput):
+        return 400
+    if isinstance(exc, NotFound):
+        return 404
+    return 500
+
+
 def _error(exc: GieokError) -> JSONResponse:
-    status = exc.status if isinstance(exc, AuthError) else 400
-    return JSONResponse({"error": str(exc)}, status_code=status)
+    return JSONResponse({"error": str(exc)}, status_code=error_status(exc))
 
 
 async def _who(request: Request, svc: MemoryService, team: TeamAuth, action: str,
@@ -98,8 +109,7 @@ def register_http_routes(mcp: MCPServer[MemoryService], slot: ServiceSlot, team:
             if isinstance(exc, AuthError) and exc.status == 403 and team.audit is not None:
                 team.audit.record(entry(request_principal(request), "POST /v1/messages", outcome="denied",
                                         detail=str(exc)[:300]))
-            resp = _error(exc)
-            return JSONResponse({"error": str(exc), "stored": []}, status_code=resp.status_code)
+            return JSONResponse({"error": str(exc), "stored": []}, status_code=error_status(exc))
         if team.audit is not None:
             team.audit.record(entry(p, "POST /v1/messages", memory_ids=[i for i, ins in ids if ins]))
         return JSONResponse({"stored": [{"id": i, "inserted": ins} for i, ins in ids]})
