@@ -76,7 +76,7 @@ class FakeLLMServer(BackgroundHTTPServer):
     default_answer: Any = field(default_factory=dict)
     requests: list[Seen] = field(default_factory=list)
     _answers: list[Any] = field(default_factory=list)
-    _overrides: list[Mode] = field(default_factory=list)
+    _overrides: list[Mode | None] = field(default_factory=list)  # None: answer in `mode`
     _lock: threading.Lock = field(default_factory=threading.Lock)
     thread_name: ClassVar[str] = "fake-llm"
 
@@ -87,10 +87,11 @@ class FakeLLMServer(BackgroundHTTPServer):
         with self._lock:
             self._answers.extend(answers)
 
-    def fail(self, mode: Mode, times: int = 1) -> None:
-        """Answer the next `times` requests in `mode`, then go back to `self.mode`."""
+    def fail(self, mode: Mode, times: int = 1, *, after: int = 0) -> None:
+        """Answer the next `times` requests in `mode` (after `after` more in `self.mode`), then go back to
+        `self.mode`."""
         with self._lock:
-            self._overrides.extend([mode] * times)
+            self._overrides.extend([None] * after + [mode] * times)
 
     @property
     def last(self) -> Seen:
@@ -100,7 +101,7 @@ class FakeLLMServer(BackgroundHTTPServer):
     def _next(self, seen: Seen) -> tuple[Mode, str]:
         with self._lock:
             self.requests.append(seen)
-            mode = self._overrides.pop(0) if self._overrides else self.mode
+            mode = (self._overrides.pop(0) if self._overrides else None) or self.mode
             answer = self._answers.pop(0) if (self._answers and mode in ("ok", "slow")) else self.default_answer
         return mode, answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
 

@@ -132,18 +132,34 @@ class Librarian:
             tag.usage_count += used.count(name)
             await self.store.upsert_project_tag(tag)
 
-    async def _promote_profile(self, rows: Sequence[Memory]) -> None:
+    async def _promote_profile(self, rows: Sequence[Memory]) -> dict[str, Exception]:
+        """Promote the user rows' facts; returns, per row, why its facts could not be read. Those rows keep
+        their profile step pending in the cold queue and are read again later (merging is idempotent)."""
         user_rows = [m for m in rows if m.role == "user"]
         if not user_rows:
-            return
+            return {}
         try:
-            await promote_facts(self.store, user_rows, make_extractor(self.s))
-        except Exception:  # promotion is best effort: the rows themselves are stored and processed
+            promotion = await promote_facts(self.store, user_rows, make_extractor(self.s))
+        except Exception as exc:  # a bug or a database error: the facts are still owed, not lost
             log.exception("profile promotion failed")
+            return {m.id: exc for m in user_rows}
+        return dict(promotion.failed)
+
+    async def _fail(self, errors: dict[str, Exception], now: datetime) -> None:
+        for mid, exc in errors.items():
+            permanent = isinstance(exc, ProviderError) and not exc.transient
+            await self.store.fail_cold(mid, f"{type(exc).__name__}: {exc}", permanent=permanent,
+                                       max_attempts=self.s.cold_max_attempts, now=now)
 
     async def process_batch(self, rows: list[Memory]) -> int:
         now = self.clock()
         results, errors = await self._process(rows)
+        # Profile facts are read before anything is marked done, so a row whose facts could not be read is
+        # written with its profile step pending and comes back (an LLM outage postpones facts, never loses them).
+        promotable = [m for m in rows if m.id not in errors or results[m.id].p_tags is not None]
+        owed = await self._promote_profile(promotable)
+        for m in promotable:
+            results[m.id].profile = "pending" if m.id in owed else "ok"
         done = [r for mid, r in results.items() if mid not in errors]
         # Each chat message's full-text document gains its neighbours' words (gieok.store.context_sql); the
         # previous message gains this one's. Offline and provider-independent, so done for every row, and
@@ -155,24 +171,25 @@ class Librarian:
                    if mid in errors and (r.p_tags is not None or r.embedding is not None)]
         if partial:
             await self.store.complete_cold(partial, now)
-        for mid, exc in errors.items():
-            await self.store.fail_cold(mid, f"{type(exc).__name__}: {exc}", permanent=not exc.transient,
-                                           max_attempts=self.s.cold_max_attempts, now=now)
+        failures: dict[str, Exception] = {**owed, **errors}
+        await self._fail(failures, now)
         if self.embedder is None:
             # The store clears a recovered row's error once it is tagged *and* embedded; with no embedder
             # configured, tagged is all there is to do, so the old error must not linger.
             for m in rows:
-                if m.id not in errors and (m.cold_error or m.cold_attempts):
+                if m.id not in failures and (m.cold_error or m.cold_attempts):
                     await self.store.update_memory(m.id, {"cold_error": "", "cold_attempts": 0})
-        await self._promote_profile([m for m in rows if m.id not in errors or results[m.id].p_tags is not None])
         self.processed += len(done)
-        self.failed += len(errors)
+        self.failed += len(failures)
         return len(rows)
 
     async def process_now(self, rows: Sequence[Memory]) -> dict[str, RowStatus]:
-        """Synchronous tag + embed for explicit memories. A failing provider leaves the row pending for the
-        cold path and says so."""
+        """Synchronous tag + embed (and profile facts) for explicit memories. A failing provider leaves the
+        row pending for the cold path and says so."""
         results, errors = await self._process(rows)
+        owed = await self._promote_profile(rows)
+        for m in rows:
+            results[m.id].profile = "pending" if m.id in owed else "ok"
         await self.store.complete_cold(list(results.values()), self.clock())
         out: dict[str, RowStatus] = {}
         for m in rows:
@@ -183,8 +200,9 @@ class Librarian:
             already = emb is not None and m.embed_status == "ok" and m.embedding_model == emb.name
             embedded: Status = "ok" if emb is not None and (r.embedding is not None or already) else "pending"
             notes = [f"provider failed ({errors[m.id]}); the librarian will retry"] if m.id in errors else []
+            if m.id in owed:
+                notes.append(f"profile facts postponed ({owed[m.id]}); the librarian will retry")
             out[m.id] = (tagged, embedded, notes)
-        await self._promote_profile(rows)
         return out
 
     # --- the loop --------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -99,6 +99,8 @@ class ColdResult:
     d_tags: list[str] | None = None
     embedding: Vector | None = None
     embedding_model: str | None = None
+    # The profile step (promoting the row's facts): "ok" once done, "pending" when it must be tried again.
+    profile: Literal["ok", "pending"] | None = None
 
 
 @dataclass(frozen=True, slots=True)

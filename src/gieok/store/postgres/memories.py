@@ -171,8 +171,8 @@ class MemoryRowsMixin(PostgresBase):
                 f"SELECT count(*), count(*) FILTER (WHERE {live} AND is_active), "
                 f"count(*) FILTER (WHERE {live} AND NOT is_active), count(*) FILTER (WHERE deleted_at IS NOT NULL), "
                 f"count(*) FILTER (WHERE is_pinned AND {live}), "
-                f"count(*) FILTER (WHERE (tag_status = 'pending' OR embed_status = 'pending') AND {live}), "
-                f"count(*) FILTER (WHERE (tag_status = 'failed' OR embed_status = 'failed') AND {live}), "
+                f"count(*) FILTER (WHERE 'pending' IN (tag_status, embed_status, profile_status) AND {live}), "
+                f"count(*) FILTER (WHERE 'failed' IN (tag_status, embed_status, profile_status) AND {live}), "
                 f"min(created_at), max(created_at) FROM memory {cond}", params)).fetchone()
             assert r is not None
             by_platform = await (await con.execute(

@@ -22,7 +22,11 @@ from psycopg import AsyncConnection
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
 STATUS = "('pending','ok','failed')"
-PENDING_PREDICATE = "(tag_status <> 'ok' OR embed_status <> 'ok') AND deleted_at IS NULL"
+# Rows the librarian still has work on: tags, the profile step (migration 007) or a vector.
+PENDING_PREDICATE = ("(tag_status <> 'ok' OR profile_status <> 'ok' OR embed_status <> 'ok') "
+                     "AND deleted_at IS NULL")
+# The pending index as migration 001 made it, before profile_status existed.
+_PENDING_PREDICATE_001 = "(tag_status <> 'ok' OR embed_status <> 'ok') AND deleted_at IS NULL"
 
 # Secondary indexes of the memory table, kept apart so bulk loads (the scale benchmark) can build them
 # after COPY, which is several times faster than loading into an indexed table (MEASURED.md).
@@ -99,7 +103,9 @@ async def m001_initial(db: AsyncConnection[Any]) -> None:
     await db.execute("ALTER TABLE memory ALTER COLUMN search_tsv SET STORAGE MAIN")
     # Re-importing a history must not store it twice.
     await db.execute("CREATE UNIQUE INDEX memory_dedup ON memory (user_id, session_id, content_hash, created_at)")
-    for _, ddl in MEMORY_INDEXES:
+    for name, ddl in MEMORY_INDEXES:
+        if name == "memory_pending":  # as it was in 001; 007 brings it up to date
+            ddl = f"CREATE INDEX memory_pending ON memory (created_at) WHERE {_PENDING_PREDICATE_001}"
         await db.execute(ddl)
     # Librarian workers LISTEN on this channel; one notification per inserting statement, not per row.
     await db.execute("""
@@ -256,6 +262,16 @@ async def m006_team_server(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
 
 
+async def m007_profile_status(db: AsyncConnection[Any]) -> None:
+    # Profile promotion is a step of the cold path like tagging and embedding: a row whose facts could not be
+    # read (an LLM outage) keeps `profile_status` pending and comes back to the librarian. Existing rows owe
+    # nothing (a constant default: no table rewrite). The pending index covers the new step.
+    await db.execute(f"ALTER TABLE memory ADD COLUMN profile_status text NOT NULL DEFAULT 'ok' "
+                     f"CHECK (profile_status IN {STATUS})")
+    await db.execute("DROP INDEX memory_pending")
+    await db.execute(f"CREATE INDEX memory_pending ON memory (created_at) WHERE {PENDING_PREDICATE}")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -265,6 +281,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
+    (7, "profile_status", m007_profile_status),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -31,9 +31,10 @@ class ColdQueueMixin(PostgresBase):
     wakes_on_pending = True  # LISTEN gieok_pending: an insert in any process wakes the waiting workers
 
     _PENDING = PENDING_PREDICATE.replace("tag_status", "m.tag_status").replace(
-        "embed_status", "m.embed_status").replace("deleted_at", "m.deleted_at")
+        "embed_status", "m.embed_status").replace("profile_status", "m.profile_status").replace(
+        "deleted_at", "m.deleted_at")
     # Implies _PENDING, so the partial index on pending rows serves both.
-    _PENDING_TAGS = "m.tag_status <> 'ok' AND m.deleted_at IS NULL"
+    _PENDING_TAGS = "(m.tag_status <> 'ok' OR m.profile_status <> 'ok') AND m.deleted_at IS NULL"
 
     async def count_pending(self, max_attempts: int, *, need_embedding: bool = True) -> int:
         pending = self._PENDING if need_embedding else self._PENDING_TAGS
@@ -66,9 +67,12 @@ class ColdQueueMixin(PostgresBase):
             embedding = CASE WHEN %(embedded)s THEN %(embedding)s::vector ELSE embedding END,
             embedding_model = CASE WHEN %(embedded)s THEN %(model)s::text ELSE embedding_model END,
             embed_status = CASE WHEN %(embedded)s THEN 'ok' ELSE embed_status END,
+            profile_status = COALESCE(%(profile)s::text, profile_status),
             cold_attempts = CASE WHEN (%(tagged)s OR tag_status = 'ok') AND (%(embedded)s OR embed_status = 'ok')
+                                      AND COALESCE(%(profile)s::text, profile_status) = 'ok'
                                  THEN 0 ELSE cold_attempts END,
             cold_error = CASE WHEN (%(tagged)s OR tag_status = 'ok') AND (%(embedded)s OR embed_status = 'ok')
+                                   AND COALESCE(%(profile)s::text, profile_status) = 'ok'
                               THEN '' ELSE cold_error END
         WHERE id = %(id)s"""
 
@@ -81,7 +85,7 @@ class ColdQueueMixin(PostgresBase):
             "id": r.id, "now": now, "tagged": r.p_tags is not None or r.d_tags is not None,
             "p_tags": r.p_tags, "d_tags": r.d_tags, "embedded": r.embedding is not None,
             "embedding": None if r.embedding is None else np.asarray(r.embedding, dtype=np.float32),
-            "model": r.embedding_model or "",
+            "model": r.embedding_model or "", "profile": r.profile,
         } for r in results]
         async with self._conn() as con, con.transaction(), con.cursor() as cur:
             await cur.executemany(self._COMPLETE_SQL, params)
@@ -95,7 +99,8 @@ class ColdQueueMixin(PostgresBase):
              f"lease_until = CASE WHEN {out} THEN %(cooldown)s::timestamptz "
              f"ELSE %(now)s::timestamptz + interval '1 second' * power(2, cold_attempts + 1) END, "
              f"tag_status = CASE WHEN {out} AND tag_status <> 'ok' THEN 'failed' ELSE tag_status END, "
-             f"embed_status = CASE WHEN {out} AND embed_status <> 'ok' THEN 'failed' ELSE embed_status END "
+             f"embed_status = CASE WHEN {out} AND embed_status <> 'ok' THEN 'failed' ELSE embed_status END, "
+             f"profile_status = CASE WHEN {out} AND profile_status <> 'ok' THEN 'failed' ELSE profile_status END "
              f"WHERE id = %(id)s")
         async with self._conn() as con:
             await con.execute(q, {"permanent": permanent, "max": max_attempts, "error": error[:2000],
@@ -106,8 +111,9 @@ class ColdQueueMixin(PostgresBase):
             cur = await con.execute(
                 "UPDATE memory SET lease_until = NULL, cold_attempts = 0, "
                 "tag_status = CASE tag_status WHEN 'failed' THEN 'pending' ELSE tag_status END, "
-                "embed_status = CASE embed_status WHEN 'failed' THEN 'pending' ELSE embed_status END "
-                "WHERE tag_status = 'failed' OR embed_status = 'failed'")
+                "embed_status = CASE embed_status WHEN 'failed' THEN 'pending' ELSE embed_status END, "
+                "profile_status = CASE profile_status WHEN 'failed' THEN 'pending' ELSE profile_status END "
+                "WHERE tag_status = 'failed' OR embed_status = 'failed' OR profile_status = 'failed'")
             n = cur.rowcount
             if n:
                 await con.execute(f"NOTIFY {NOTIFY_CHANNEL}")

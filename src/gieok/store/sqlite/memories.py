@@ -206,8 +206,10 @@ class MemoryRowsMixin(SQLiteBase):
                 "SELECT COUNT(*), "
                 "SUM(deleted_at IS NULL AND is_active = 1), SUM(deleted_at IS NULL AND is_active = 0), "
                 "SUM(deleted_at IS NOT NULL), SUM(is_pinned = 1 AND deleted_at IS NULL), "
-                "SUM((tag_status = 'pending' OR embed_status = 'pending') AND deleted_at IS NULL), "
-                "SUM((tag_status = 'failed' OR embed_status = 'failed') AND deleted_at IS NULL), "
+                "SUM((tag_status = 'pending' OR embed_status = 'pending' OR profile_status = 'pending') "
+                "AND deleted_at IS NULL), "
+                "SUM((tag_status = 'failed' OR embed_status = 'failed' OR profile_status = 'failed') "
+                "AND deleted_at IS NULL), "
                 "MIN(created_at), MAX(created_at) "
                 f"FROM memory {cond}", params).fetchone()
             by_platform = db.execute(f"SELECT agent_platform, COUNT(*) FROM memory {cond} GROUP BY 1 ORDER BY 2 DESC",

@@ -235,6 +235,18 @@ def m006_team_server(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
 
 
+def m007_profile_status(db: sqlite3.Connection) -> None:
+    # Profile promotion is a step of the cold path like tagging and embedding: a row whose facts could not be
+    # read (an LLM outage) keeps `profile_status` pending and comes back to the librarian. Existing rows owe
+    # nothing. The pending index covers the new step; its predicate is spelled the way the queries spell it
+    # (SQLite matches partial-index predicates by their terms).
+    db.execute(f"ALTER TABLE memory ADD COLUMN profile_status TEXT NOT NULL DEFAULT 'ok' "
+               f"CHECK (profile_status IN {STATUS})")
+    db.execute("DROP INDEX memory_pending")
+    db.execute("CREATE INDEX memory_pending ON memory (created_at) "
+               "WHERE (tag_status <> 'ok' OR profile_status <> 'ok') OR embed_status <> 'ok'")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -242,4 +254,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
+    (7, "profile_status", m007_profile_status),
 ]

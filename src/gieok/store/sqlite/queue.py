@@ -29,8 +29,10 @@ class ColdQueueMixin(SQLiteBase):
     # process) or its interval.
     wakes_on_pending = False
 
-    _PENDING = "(m.tag_status <> 'ok' OR m.embed_status <> 'ok') AND m.deleted_at IS NULL"
-    _PENDING_TAGS = "m.tag_status <> 'ok' AND m.deleted_at IS NULL"
+    # Spelled like the partial index memory_pending (migration 007), so both queries can use it.
+    _PENDING = ("((m.tag_status <> 'ok' OR m.profile_status <> 'ok') OR m.embed_status <> 'ok') "
+                "AND m.deleted_at IS NULL")
+    _PENDING_TAGS = "(m.tag_status <> 'ok' OR m.profile_status <> 'ok') AND m.deleted_at IS NULL"
 
     async def count_pending(self, max_attempts: int, *, need_embedding: bool = True) -> int:
         pending = self._PENDING if need_embedding else self._PENDING_TAGS
@@ -73,9 +75,12 @@ class ColdQueueMixin(SQLiteBase):
                     gen += 1
                     sets += ["embedding = ?", "embedding_model = ?", "embed_status = 'ok'", "embed_gen = ?"]
                     vals += [np.asarray(r.embedding, dtype=np.float32).tobytes(), r.embedding_model or "", gen]
+                if r.profile is not None:
+                    sets.append("profile_status = ?")
+                    vals.append(r.profile)
                 done = db.execute(f"UPDATE memory SET {', '.join(sets)} WHERE id = ? RETURNING tag_status, "
-                                  "embed_status", [*vals, r.id]).fetchone()
-                if done and done[0] == "ok" and done[1] == "ok":
+                                  "embed_status, profile_status", [*vals, r.id]).fetchone()
+                if done and done[0] == "ok" and done[1] == "ok" and done[2] == "ok":
                     db.execute("UPDATE memory SET cold_attempts = 0, cold_error = '' WHERE id = ?", (r.id,))
 
     async def fail_cold(self, memory_id: str, error: str, *, permanent: bool, max_attempts: int,
@@ -90,7 +95,8 @@ class ColdQueueMixin(SQLiteBase):
                 db.execute("UPDATE memory SET cold_attempts = ?, cold_error = ?, lease_owner = NULL, "
                            "lease_until = ?, "
                            "tag_status = CASE tag_status WHEN 'ok' THEN 'ok' ELSE 'failed' END, "
-                           "embed_status = CASE embed_status WHEN 'ok' THEN 'ok' ELSE 'failed' END "
+                           "embed_status = CASE embed_status WHEN 'ok' THEN 'ok' ELSE 'failed' END, "
+                           "profile_status = CASE profile_status WHEN 'ok' THEN 'ok' ELSE 'failed' END "
                            "WHERE id = ?", (attempts, error[:2000], iso(now + FAILED_COOLDOWN), memory_id))
             else:
                 backoff = timedelta(seconds=2 ** attempts)
@@ -101,8 +107,11 @@ class ColdQueueMixin(SQLiteBase):
         with self._write() as db:
             return db.execute("UPDATE memory SET lease_until = NULL, cold_attempts = 0, "
                               "tag_status = CASE tag_status WHEN 'failed' THEN 'pending' ELSE tag_status END, "
-                              "embed_status = CASE embed_status WHEN 'failed' THEN 'pending' ELSE embed_status END "
-                              "WHERE tag_status = 'failed' OR embed_status = 'failed'").rowcount
+                              "embed_status = CASE embed_status WHEN 'failed' THEN 'pending' ELSE embed_status END, "
+                              "profile_status = CASE profile_status WHEN 'failed' THEN 'pending' "
+                              "ELSE profile_status END "
+                              "WHERE tag_status = 'failed' OR embed_status = 'failed' OR profile_status = 'failed'"
+                              ).rowcount
 
     async def mark_for_reembed(self, model: str) -> int:
         with self._write() as db:
