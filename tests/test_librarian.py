@@ -148,12 +148,11 @@ async def test_wakes_as_soon_as_five_rows_are_pending(tmp_path: Path) -> None:
     async with open_service(s, run_librarian=True) as svc:
         lib = svc.processor
 
-        async def idle() -> bool:
-            return bool(lib.cycles >= 1)
-        await wait_until(idle)
-        await asyncio.sleep(0.2)  # past the first cycle's periodic jobs, asleep until the interval
+        # Past the first cycle and its periodic jobs, asleep until the interval (60 s) or the wake-up event.
+        await asyncio.wait_for(lib.asleep.wait(), timeout=10)
         ids = await ingest_many(svc, 4)
-        await asyncio.sleep(0.5)
+        # Four pending rows do not set the event, so nothing can wake the librarian before the interval.
+        assert not lib.wake.is_set() and lib.asleep.is_set()
         assert [t for t, _ in await statuses(svc, ids)] == ["pending"] * 4
         ids += await ingest_many(svc, 1, "fifth")
 
@@ -171,15 +170,23 @@ class NotifyingStore(SQLiteStore):
         super().__init__(url)
         self.notified = asyncio.Event()
         self.waits = 0
+        self.log: list[str] = []  # "wait" when the librarian starts waiting, "woken" when a notification reaches it
 
     async def wait_for_pending(self, timeout: float) -> bool:
         self.waits += 1
+        self.log.append("wait")
         try:
             await asyncio.wait_for(self.notified.wait(), timeout)
         except TimeoutError:
             return False
         self.notified.clear()
+        self.log.append("woken")
         return True
+
+    def back_to_sleep_after_a_notification(self, since: int) -> bool:
+        """After entry `since` of the log, a notification reached the librarian and it waited again."""
+        later = self.log[since:]
+        return "woken" in later and "wait" in later[later.index("woken"):]
 
 
 async def test_store_side_wake_up_is_used_and_counts_pending_rows(tmp_path: Path) -> None:
@@ -195,9 +202,14 @@ async def test_store_side_wake_up_is_used_and_counts_pending_rows(tmp_path: Path
         await wait_until(asleep)  # first cycle done, waiting on the store
         async with open_service(s, with_embedder=False) as other_process:  # its ingests do not touch lib.wake
             ids = await ingest_many(other_process, 2)
+            mark = len(store.log)
             store.notified.set()
-            await asyncio.sleep(0.3)
-            assert store.waits >= 2 and [t for t, _ in await statuses(other_process, ids)] == ["pending"] * 2
+
+            async def went_back_to_sleep() -> bool:
+                return store.back_to_sleep_after_a_notification(mark)
+            # Woken, it counts the pending rows (2 < 3) and waits again without processing them.
+            await wait_until(went_back_to_sleep, timeout=5)
+            assert [t for t, _ in await statuses(other_process, ids)] == ["pending"] * 2
             ids += await ingest_many(other_process, 1, "third")
             store.notified.set()
 

@@ -68,6 +68,9 @@ class Librarian:
         self.s = settings
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.wake = asyncio.Event()
+        # Set while the loop waits for work between cycles (`gieok worker` status, and tests that must know
+        # the worker is idle before they check what wakes it).
+        self.asleep = asyncio.Event()
         self._stopping = False
         self.processed = 0
         self.failed = 0
@@ -288,6 +291,14 @@ class Librarian:
     async def _sleep(self, timeout: float) -> None:
         """Until `timeout` passes, `stop()` or an ingest in this process sets `wake`, or (when the store can
         tell, e.g. Postgres LISTEN/NOTIFY) enough rows are pending from any process."""
+        self.asleep.set()
+        try:
+            await self._wait_for_work(timeout)
+        finally:
+            self.asleep.clear()
+        self.wake.clear()
+
+    async def _wait_for_work(self, timeout: float) -> None:
         store = self.store
         if not store.wakes_on_pending:
             with contextlib.suppress(TimeoutError):
@@ -303,7 +314,6 @@ class Librarian:
                     break
                 if await store.wait_for_pending(min(left, WAKE_POLL_S)) and await self._pending_enough():
                     break
-        self.wake.clear()
 
     async def run_forever(self) -> None:
         """Wake every interval, or as soon as enough rows are pending; stop cleanly on `stop()`."""
