@@ -3,11 +3,13 @@ whether the import sits at module level, inside a function or under `if TYPE_CHE
 
 Layer order (a module may import its own layer and the layers below it; peers on one rank stay independent):
 
-    core ← store, providers ← retrieval ← memory ← librarian ← app ← gieok (the public surface)
+    core ← store, providers ← retrieval, auth ← memory ← librarian ← app ← gieok (the public surface)
          ← mcp, capture, bench ← cli ← entry
 
-`gieok/__init__.py` (the public surface for embedding programs) sits right above `app`, since it re-exports
-`open_service`; `mcp` reads `__version__` from it. `gieok.entry` is the console script, above everything.
+`auth` (API keys, JWTs, the audit log) needs only core and the store, so it sits beside retrieval: the service
+and the librarian may use it, and the server layers above do. `gieok/__init__.py` (the public surface for
+embedding programs) sits right above `app`, since it re-exports `open_service`; `mcp` reads `__version__` from
+it. `gieok.entry` is the console script, above everything.
 
 The checker runs on the real source, and its own tests plant a cycle and an upward edge in a synthetic graph,
 so a checker that stopped finding either would fail here instead of passing silently.
@@ -27,7 +29,7 @@ ROOT = "gieok"
 LAYERS: dict[str, int] = {
     "core": 0,
     "store": 1, "providers": 1,
-    "retrieval": 2,
+    "retrieval": 2, "auth": 2,
     "memory": 3,
     "librarian": 4,
     "app": 5,
@@ -85,7 +87,7 @@ def imports_of(module: str, source: str, modules: Iterable[str], *, is_package: 
             parts.pop()
         if parts and parts[0] == ROOT:
             dst = ".".join(parts)
-            if dst != module:
+            if dst != module and not any(e.dst == dst and e.line == line for e in edges):
                 edges.append(Edge(module, dst, line))
 
     for node in ast.walk(ast.parse(source)):

@@ -42,10 +42,15 @@ _EXPORTS: dict[str, str] = {
     "Hit": "gieok.core.models",
     "SearchOutcome": "gieok.retrieval.search",
     "UserProfile": "gieok.store.base",
+    "Principal": "gieok.core.principal",
     # the error tree
     "GieokError": "gieok.core.errors",
     "InvalidInput": "gieok.core.errors",
     "NotFound": "gieok.core.errors",
+    "AuthError": "gieok.core.errors",
+    "Unauthorized": "gieok.core.errors",
+    "Forbidden": "gieok.core.errors",
+    "RateLimited": "gieok.core.errors",
     "ConfigError": "gieok.core.errors",
     "StoreError": "gieok.core.errors",
     "ProviderError": "gieok.core.errors",
@@ -55,8 +60,10 @@ _EXPORTS: dict[str, str] = {
 
 # Literal, so linters and type checkers read it; the test checks it against _EXPORTS.
 __all__ = [
+    "AuthError",
     "ConfigError",
     "ContextBlock",
+    "Forbidden",
     "GieokError",
     "Hit",
     "Identity",
@@ -67,13 +74,16 @@ __all__ = [
     "MessageIn",
     "NotFound",
     "PermanentProviderError",
+    "Principal",
     "ProviderError",
+    "RateLimited",
     "Runtime",
     "SearchFilters",
     "SearchOutcome",
     "Settings",
     "StoreError",
     "TransientProviderError",
+    "Unauthorized",
     "UserProfile",
     "__version__",
     "load_context",
@@ -85,16 +95,21 @@ __all__ = [
 if TYPE_CHECKING:  # what type checkers (and tests/test_architecture.py) see; at run time __getattr__ loads them
     from gieok.app.runtime import Runtime, open_runtime, open_service
     from gieok.core.errors import (
+        AuthError,
         ConfigError,
+        Forbidden,
         GieokError,
         InvalidInput,
         NotFound,
         PermanentProviderError,
         ProviderError,
+        RateLimited,
         StoreError,
         TransientProviderError,
+        Unauthorized,
     )
     from gieok.core.models import Hit, Identity, Memory, SearchFilters
+    from gieok.core.principal import Principal
     from gieok.core.settings import Settings, load_settings
     from gieok.memory.context import ContextBlock, load_context
     from gieok.memory.ingest import MessageIn
