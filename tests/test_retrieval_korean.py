@@ -102,3 +102,30 @@ def test_keyword_evidence_stands_in_for_a_missing_vector() -> None:
     alone = rank([Candidate(new, bm25=3.0)], query_tokens=set(), query_text="가격 저장", now=NOW, recipe=recipe,
                  limit=1)
     assert alone[0].parts["relevance"] == pytest.approx(recipe.r_bm25 * 3.0 / (3.0 + recipe.bm25_k))
+
+
+def test_korean_query_words_lose_particles_and_endings() -> None:
+    from gieok.core.text import index_tokens, query_terms
+
+    assert query_terms("스튜디오를 언제 열었어?") == [["스튜", "튜디", "디오"], ["열었"]]
+    assert query_terms("Jon은 은행 일자리를 잃었어?") == [["jon"], ["은행"], ["일자", "자리"], ["잃었"]]
+    assert query_terms("회의") == [["회의"]] and query_terms("커피를") == [["커피"]]  # nouns stay whole
+    assert query_terms("언제?") == [["언제"]]  # only question words: kept rather than nothing
+    # Every bigram of a stem is in the index of any inflection of it.
+    for doc in ("스튜디오가 생겼다", "스튜디오에서 만나", "일자리도 잃었다"):
+        toks = index_tokens(doc)
+        for term in query_terms("스튜디오를 일자리를 잃었어"):
+            if all(t in toks for t in term):
+                break
+        else:
+            raise AssertionError(doc)
+
+
+async def test_a_korean_question_finds_the_inflected_word(tmp_path: Path) -> None:
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'p.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="none", llm="none", librarian=False)
+    async with open_service(s, with_embedder=False) as plain:
+        await plain.ingest(MessageIn(content="드디어 내 댄스 스튜디오가 문을 열었다!", user_id="alice"))
+        await plain.ingest(MessageIn(content="오늘은 비가 와서 집에 있었어.", user_id="alice"))
+        hits = (await plain.search(plain.filters("alice"), "스튜디오를 언제 열었어?", now=NOW)).hits
+        assert [h.memory.content for h in hits] == ["드디어 내 댄스 스튜디오가 문을 열었다!"]
