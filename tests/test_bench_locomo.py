@@ -97,3 +97,57 @@ async def test_end_to_end_on_tiny_conversation(tmp_path: Path) -> None:
     assert res["questions"] == 3 and res["questions_skipped"] == 2
     assert res["recall@5"] == pytest.approx(1.0)  # 5 turns, top 5: everything relevant is retrieved
     assert res["hit@1"] > 0
+
+
+def test_compare_pairs_by_file_name_and_explains_mismatches(tmp_path: Path) -> None:
+    from gieok.bench.locomo_compare import pair_files
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    for n in ("1.json", "2.json"):
+        (a / n).write_text("{}")
+    (b / "2.json").write_text("{}")
+    assert pair_files(a, b) == [(a / "2.json", b / "2.json")]
+    with pytest.raises(ValueError, match="one file"):
+        pair_files(a, b / "2.json")
+    with pytest.raises(FileNotFoundError, match="paired by file name"):
+        pair_files(a, tmp_path / "missing")
+
+
+def test_compare_ratios() -> None:
+    from gieok.bench.locomo_compare import ratios
+
+    sa, sb = Score((1,)), Score((1,))
+    sa.add(Question("a", 1, ["D1:1"]), [{"D1:1"}])
+    sa.add(Question("b", 4, ["D1:2"]), [{"D1:2"}])
+    sb.add(Question("a", 1, ["D1:1"]), [{"D1:1"}])
+    sb.add(Question("b", 4, ["D1:2"]), [{"D9:9"}])
+    r = ratios(score_dict(sa), score_dict(sb))
+    assert r["recall@1"] == 0.5 and r["hit@1"] == 0.5
+    assert r["per_category"]["1"]["recall@1"] == 1.0 and r["per_category"]["4"]["recall@1"] == 0.0
+
+
+async def test_compare_end_to_end_korean_questions_share_one_memory(tmp_path: Path) -> None:
+    """Same turns, questions in Korean: one memory answers both sets; a translated conversation gets its own."""
+    from gieok.bench.locomo_compare import format_compare, run_compare
+
+    a, xq, ko = tmp_path / "en", tmp_path / "xq", tmp_path / "ko"
+    for d in (a, xq, ko):
+        d.mkdir()
+    (a / "1.json").write_text(json.dumps(CONV))
+    kq = dict(CONV, qa=[dict(CONV["qa"][0], question="Mina의 새끼 고양이 이름이 뭐야?"),
+                        dict(CONV["qa"][1], question="Joon은 무슨 악기를 연주해?")])
+    (xq / "1.json").write_text(json.dumps(kq, ensure_ascii=False))
+    turns_ko = [dict(t, text=t["text"] + " (번역)") for t in CONV["session_1"]]
+    (ko / "1.json").write_text(json.dumps(dict(kq, session_1=turns_ko), ensure_ascii=False))
+    lines: list[str] = []
+    res = await run_compare(a, xq, ks=(5,), echo=lines.append)
+    assert "one memory" in lines[0]
+    assert res["a"]["questions"] == 3 and res["b"]["questions"] == 2
+    assert res["ratio"]["recall@5"] == pytest.approx(res["b"]["recall@5"] / res["a"]["recall@5"], abs=1e-3)
+    out = format_compare(res, (5,))
+    assert out[0].startswith("A = ") and any(s.startswith("B/A:") for s in out)
+    lines.clear()
+    await run_compare(a, ko, ks=(5,), echo=lines.append)
+    assert "two memories" in lines[0]

@@ -174,7 +174,10 @@ def score_dict(sc: Score, *, questions_skipped: int = 0, wall_s: float = 0.0, re
 
 
 async def run_conversation(conv: Conversation, score: Score, *, recipe: str, workdir: Path,
-                           wrap_embedder: Callable[[Embedder], Embedder] | None = None) -> None:
+                           wrap_embedder: Callable[[Embedder], Embedder] | None = None,
+                           also: Iterable[tuple[Conversation, Score]] = ()) -> None:
+    """Ingest `conv`, let the librarian finish, ask its questions into `score`; `also`: further question sets
+    over the same turns (a variant with the questions in another language), each into its own score."""
     from gieok.app.runtime import open_runtime
     from gieok.core.settings import load_settings
     from gieok.memory.ingest import MessageIn
@@ -195,10 +198,11 @@ async def run_conversation(conv: Conversation, score: Score, *, recipe: str, wor
             holds.setdefault(mid, set()).add(t.dia_id)
         await rt.librarian.run_once()
         f = svc.filters(USER_ID)
-        kmax = max(score.ks)
-        for q in conv.questions:
-            out = await svc.search(f, q.question, limit=kmax, recipe=recipe, now=conv.now, count_view=False)
-            score.add(q, [holds.get(h.memory.id, set()) for h in out.hits])
+        for c, sc in ((conv, score), *also):
+            kmax = max(sc.ks)
+            for q in c.questions:
+                out = await svc.search(f, q.question, limit=kmax, recipe=recipe, now=c.now, count_view=False)
+                sc.add(q, [holds.get(h.memory.id, set()) for h in out.hits])
 
 
 async def run_locomo(data: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: str = "hybrid",

@@ -28,9 +28,13 @@ def bench_locomo(
     k: Annotated[str, typer.Option(help="Comma-separated cut-offs for recall@k and hit@k.")] = "5,10,20",
     recipe: Annotated[str, typer.Option(help="Search recipe to evaluate: hybrid, vector or keyword.")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+    compare: Annotated[Path | None, typer.Option(
+        help="A second variant of the same conversations (folder, or one file), paired by file name: both are "
+             "scored and B/A printed, e.g. --data locomo-dev --compare locomo-ko-dev/xq.")] = None,
 ) -> None:
     """Evidence recall of ingest → librarian → search on LoCoMo (metric of ../shared/eval/README.md)."""
     from gieok.bench.locomo import format_report, run_locomo
+    from gieok.bench.locomo_compare import format_compare, pair_files, run_compare
     from gieok.core.settings import load_settings
     from gieok.retrieval.ranking import get_recipe
 
@@ -39,6 +43,19 @@ def bench_locomo(
     ks = _parse_ks(k)
     if not data.exists():
         raise typer.BadParameter(f"{data} does not exist", param_hint="--data")
+    if compare is not None:
+        try:
+            pair_files(data, compare)  # a mismatch fails before minutes of ingesting
+        except (FileNotFoundError, ValueError) as exc:
+            raise typer.BadParameter(str(exc), param_hint="--compare") from None
+        cmp = asyncio.run(run_compare(data, compare, ks=ks, recipe=recipe,
+                                      echo=None if as_json else lambda s: typer.echo(s, err=True)))
+        if as_json:
+            typer.echo(json.dumps(cmp, ensure_ascii=False))
+        else:
+            for line in format_compare(cmp, ks):
+                typer.echo(line)
+        return
     res = asyncio.run(run_locomo(data, ks=ks, recipe=recipe,
                                  echo=None if as_json else lambda s: typer.echo(s, err=True)))
     if as_json:

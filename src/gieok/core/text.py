@@ -16,6 +16,8 @@ from functools import lru_cache
 
 import Stemmer
 
+from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem
+
 _CJK_CHARS = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 # One pass over the lower-cased text: a Latin/digit word, or a run of CJK characters.
 _TOKEN = re.compile(f"[a-z0-9\u00df-\u024f]+|[{_CJK_CHARS}]+")
@@ -41,6 +43,10 @@ STOPWORDS = frozenset("""
 @lru_cache(maxsize=4096)
 def _stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
+
+
+def _is_hangul(run: str) -> bool:
+    return "\uac00" <= run[0] <= "\ud7af"
 
 
 def _cjk_grams(run: str) -> list[str]:
@@ -76,14 +82,16 @@ def index_text(text: str) -> str:
 def query_terms(query: str) -> list[list[str]]:
     """A query as a list of terms; each term is a phrase (list of adjacent tokens).
 
-    An English word is a one-token phrase; a Korean word is the phrase of its bigrams.
+    An English word is a one-token phrase; a Korean word is the phrase of the bigrams of its stem (particles
+    and endings cut: gieok.core.korean).
     Stopwords are dropped unless nothing else is left.
     """
     terms: list[list[str]] = []
     fallback: list[list[str]] = []
     for w, cjk in _tokens(query):
         if cjk:
-            terms.append(_cjk_grams(w))
+            stem = query_stem(w) if _is_hangul(w) else w
+            (fallback if w in KO_STOPWORDS or stem in KO_STOPWORDS or is_suffix(w) else terms).append(_cjk_grams(stem))
         else:
             (fallback if w in STOPWORDS else terms).append([_stem(w)])
     seen: set[tuple[str, ...]] = set()

@@ -19,7 +19,7 @@ from gieok.memory.forgetting import forget_row
 from gieok.memory.ingest import MessageIn, check_team, content_hash, norm_label, prepare
 from gieok.memory.ports import RowProcessor, Status
 from gieok.providers.embed.base import Embedder
-from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold
+from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold, model_pair_thresholds
 from gieok.retrieval.search import SearchOutcome, search
 from gieok.store.base import Store, UserProfile
 
@@ -137,10 +137,17 @@ class MemoryService:
         rec = recipe if isinstance(recipe, Recipe) else get_recipe(recipe or self.settings.search_recipe)
         now = now or utcnow()
         outcome = await search(self.store, self.embedder, f, query or "", limit=limit, recipe=rec, now=now,
-                               fallback_threshold=self.fallback_threshold())
+                               fallback_threshold=self.fallback_threshold(),
+                               pair_thresholds=self.pair_thresholds())
         if count_view and outcome.hits:
             await self.store.touch([h.memory.id for h in outcome.hits], now)
         return outcome
+
+    def pair_thresholds(self) -> dict[tuple[str, str], float]:
+        """Per script pair thresholds of the model; none when the setting fixes one threshold for all."""
+        if self.settings.search_fallback_threshold is not None or self.embedder is None:
+            return {}
+        return model_pair_thresholds(self.embedder.name)
 
     def fallback_threshold(self) -> float:
         if self.settings.search_fallback_threshold is not None:

