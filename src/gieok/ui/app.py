@@ -1,0 +1,151 @@
+"""The dashboard's request plumbing: each page handler is wrapped once (`Dashboard.page`) so that it runs only with
+an open service, a principal, a valid CSRF token on every change and the role the change needs; our errors become
+a page that names the field and says how to fix it, never a 500.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from gieok import __version__
+from gieok.core.errors import GieokError, InvalidInput, NotFound
+from gieok.core.settings import Settings
+from gieok.memory.service import MemoryService
+from gieok.ui import format as fmt
+from gieok.ui.audit import AuditSink, LogAudit
+from gieok.ui.principal import CredentialVerifier, Principal, request_principal
+from gieok.ui.session import CSRF_FIELD, CSRF_HEADER, Session, SessionCodec
+
+log = logging.getLogger(__name__)
+
+# Messages shown after a change, by code: a redirect carries the code, never free text from the request.
+DONE = {
+    "pinned": "Pinned. It will not be archived.", "unpinned": "Unpinned.", "saved": "Saved.",
+    "forgotten": "Forgotten. It no longer appears in search or context.", "erased": "Erased everywhere.",
+    "restored": "Restored.", "scope": "Scope changed.", "merged": "Tags merged.", "retried": "Queued for retry.",
+    "fact_removed": "Fact removed.", "fact_saved": "Fact saved.", "signed_in": "Signed in.",
+    "feedback": "Thanks — feedback recorded.",
+}
+
+
+class ServiceSource(Protocol):
+    """Where the running service is found (the MCP server's ServiceSlot): None while starting or stopping."""
+
+    @property
+    def service(self) -> MemoryService | None: ...
+
+
+class Refused(Exception):
+    """A request the principal may not make: 403 with the reason."""
+
+
+@dataclass(slots=True)
+class View:
+    """What a page handler gets: the request, the open service, who is asking and their session."""
+
+    request: Request
+    svc: MemoryService
+    principal: Principal
+    session: Session
+    dash: Dashboard
+    form: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def user_id(self) -> str:
+        return self.principal.user_id
+
+    def render(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        return self.dash.render(self.request, template, status=status, principal=self.principal,
+                                session=self.session, **context)
+
+    def redirect(self, path: str, done: str | None = None, **params: str) -> RedirectResponse:
+        q = {**params, **({"done": done} if done else {})}
+        return RedirectResponse(path + (("&" if "?" in path else "?") + urlencode(q) if q else ""), status_code=303)
+
+    async def audit(self, action: str, target: str, **detail: Any) -> None:
+        await self.dash.audit.record(self.principal, action, target, detail)
+
+
+Handler = Callable[[View], Awaitable[Response]]
+
+
+class Dashboard:
+    def __init__(self, settings: Settings, slot: ServiceSource, *, secret: str,
+                 verifier: CredentialVerifier | None = None, audit: AuditSink | None = None) -> None:
+        self.settings = settings
+        self.slot = slot
+        self.verifier = verifier
+        self.audit: AuditSink = audit or LogAudit()
+        self.codec = SessionCodec(secret)
+        self.env = Environment(loader=PackageLoader("gieok.ui", "templates"),
+                               autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+        self.env.globals.update(version=__version__, auth_on=verifier is not None)
+        fmt.install(self.env)
+
+    @property
+    def auth_on(self) -> bool:
+        return self.verifier is not None
+
+    def render(self, request: Request, template: str, *, status: int = 200, principal: Principal | None = None,
+               session: Session | None = None, **context: Any) -> HTMLResponse:
+        done = request.query_params.get("done")
+        html = self.env.get_template(template).render(
+            request=request, principal=principal, path=request.url.path, done=DONE.get(done or ""),
+            csrf=self.codec.csrf_token(session) if session else "", csrf_field=CSRF_FIELD, **context)
+        response = HTMLResponse(html, status_code=status)
+        if session is not None and session.fresh:
+            self.codec.write(request, response, session)
+        return response
+
+    def page(self, handler: Handler, *, write: bool = False, admin: bool = False) -> Callable[[Request], Awaitable[Response]]:
+        @functools.wraps(handler)
+        async def endpoint(request: Request) -> Response:
+            svc = self.slot.service
+            session = self.codec.read(request)
+            if svc is None:
+                return self.render(request, "error.html", status=503, title="Starting",
+                                   message="The server is still starting. Reload in a moment.")
+            principal = await request_principal(request, verifier=self.verifier, local_user=svc.settings.user_id,
+                                                credential=session.credential)
+            if principal is None:
+                if self.auth_on:
+                    nxt = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                    return RedirectResponse("/ui/signin?" + urlencode({"next": nxt}), status_code=303)
+                return self.render(request, "error.html", status=403, title="This machine only",
+                                   message="Auth is off, so the dashboard answers only on this machine "
+                                           "(127.0.0.1). Open it there, or turn on auth to sign in from elsewhere.")
+            view = View(request, svc, principal, session, self)
+            try:
+                if request.method == "POST":
+                    form = await request.form()
+                    view.form = {k: v for k, v in form.items() if isinstance(v, str)}
+                    token = view.form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
+                    if not self.codec.csrf_ok(session, token):
+                        return view.render("error.html", status=403, title="Form expired",
+                                           message="This form's security token is missing or out of date. "
+                                                   "Go back, reload the page and try again.")
+                    if write and not principal.can_edit:
+                        raise Refused(f"Your role ({principal.role}) can read memories but not change them. "
+                                      "Ask an admin for the editor role.")
+                if admin and not principal.is_admin:
+                    raise Refused(f"This page is for admins; your role is {principal.role}.")
+                return await handler(view)
+            except Refused as exc:
+                return view.render("error.html", status=403, title="Not allowed", message=str(exc))
+            except NotFound as exc:
+                return view.render("error.html", status=404, title="Not found", message=str(exc))
+            except InvalidInput as exc:
+                return view.render("error.html", status=400, title="Please fix this", message=str(exc))
+            except GieokError as exc:
+                log.warning("dashboard: %s", exc)
+                return view.render("error.html", status=400, title="That did not work", message=str(exc))
+        return endpoint

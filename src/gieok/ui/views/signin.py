@@ -1,0 +1,56 @@
+"""Signing in and out. With auth on, the form takes an API key or a token, the verifier checks it, and the signed
+session cookie keeps it (HttpOnly, SameSite=Strict, Secure off loopback). With auth off there is nothing to sign in
+to on loopback."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from gieok.ui.app import Dashboard
+from gieok.ui.session import CSRF_FIELD, SessionCodec
+
+
+def _next(value: str | None) -> str:
+    # Only a path inside the dashboard: an open redirect would let a link send a signed-in user anywhere.
+    return value if value and value.startswith("/ui/") and not value.startswith("/ui//") else "/ui/"
+
+
+def signin_endpoints(dash: Dashboard) -> tuple[object, object]:
+    async def signin(request: Request) -> Response:
+        session = dash.codec.read(request)
+        nxt = _next(request.query_params.get("next"))
+        if not dash.auth_on:
+            return RedirectResponse("/ui/", status_code=303)
+        if request.method == "GET":
+            return dash.render(request, "signin.html", session=session, next=nxt, error=None)
+        form = await request.form()
+        token = form.get(CSRF_FIELD)
+        credential = str(form.get("credential") or "").strip()
+        nxt = _next(str(form.get("next") or ""))
+        if not dash.codec.csrf_ok(session, token if isinstance(token, str) else None):
+            return dash.render(request, "signin.html", status=403, session=session, next=nxt,
+                               error="The sign-in form expired. Try again.")
+        principal = await dash.verifier.verify(credential) if credential and dash.verifier else None
+        if principal is None:
+            return dash.render(request, "signin.html", status=401, session=session, next=nxt,
+                               error="That key or token was not accepted: check it has not expired or been revoked.")
+        # A new session id at sign-in, so a session id planted before sign-in is worth nothing after it.
+        fresh = SessionCodec.new_session(credential)
+        await dash.audit.record(principal, "ui.signin", principal.user_id, {})
+        response = RedirectResponse(nxt + ("&" if "?" in nxt else "?") + "done=signed_in", status_code=303)
+        dash.codec.write(request, response, fresh)
+        return response
+
+    async def signout(request: Request) -> Response:
+        session = dash.codec.read(request)
+        form = await request.form()
+        token = form.get(CSRF_FIELD)
+        if not dash.codec.csrf_ok(session, token if isinstance(token, str) else None):
+            return dash.render(request, "error.html", status=403, session=session, title="Form expired",
+                               message="Reload the page and sign out again.")
+        response = RedirectResponse("/ui/signin" if dash.auth_on else "/ui/", status_code=303)
+        dash.codec.clear(response)
+        return response
+
+    return signin, signout
