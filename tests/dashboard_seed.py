@@ -24,6 +24,12 @@ TALK = [
     ("tool", "pytest: 771 passed in 214 s"),
     ("user", "The dashboard should feel calm: muted colours, good Korean type."),
     ("assistant", "Rolled back the billing deploy after the 502s; root cause was the connection pool size."),
+    ("user", "다음 주 목요일까지 검색 벤치마크 결과를 README에 정리해 주세요."),
+    ("assistant", "Moved the MCP tools into one module per tool; descriptions are one paragraph each."),
+    ("user", "Use uv for new Python projects, but keep Makefiles working with plain pip."),
+    ("user", "오늘 회고: 리뷰가 늦어진 이유는 테스트가 3분 넘게 걸려서였다."),
+    ("assistant", "Korean search works with character bigrams: 회의 now finds 회의를 and 회의록."),
+    ("user", "Never store API keys in memory; redact anything that looks like a token."),
 ]
 
 
@@ -37,7 +43,7 @@ async def seed(svc: MemoryService, now: datetime, *, user: str = "alice", days: 
             platform, model = AGENTS[(n + d) % len(AGENTS)]
             at = now - timedelta(days=d, hours=(k * 3) % 9, minutes=n % 60)
             mid, _ = await svc.ingest(MessageIn(
-                content=text if n < len(TALK) else f"{text} (#{n})", user_id=user, role=role,
+                content=text, user_id=user, role=role,
                 agent_platform=platform, agent_model=model, project="billing" if "billing" in text or "결제" in text
                 else "gieok", session_id=f"s{d}", subagent_role="reviewer" if n % 9 == 4 else "",
                 created_at=at))
@@ -51,4 +57,20 @@ async def seed(svc: MemoryService, now: datetime, *, user: str = "alice", days: 
         rows = await svc.store.get_memories(ids)
         for start in range(0, len(rows), 32):
             await svc.processor.process_now(rows[start:start + 32])
-    return ids
+    # A little of everything the pages show: pinned and archived rows, a summary linked to its sources, and a
+    # row the librarian could not finish.
+    for mid in ids[-3::-7][:3]:
+        await svc.set_pinned(mid, user, True)
+    for mid in ids[:2]:
+        await svc.store.update_memory(mid, {"is_active": False, "archived_at": now - timedelta(days=1)})
+    summary = await svc.remember(MessageIn(
+        content="결제 서비스 배포 규칙: 매주 화요일 스탠드업 직후, 마이그레이션 먼저 (billing deploys: Tuesdays, "
+                "migrations first).", user_id=user, kind="semantic", title="배포 규칙 · deploy rule",
+        agent_platform="claude-code", agent_model="opus-4-7", project="billing"))
+    for mid in ids[:2] + ids[-12:-10]:
+        await svc.link(summary.id, mid, "derived_from", user)
+    stuck, _ = await svc.ingest(MessageIn(content="Meeting notes from the design review (attachment too large)",
+                                          user_id=user, agent_platform="codex", created_at=now))
+    await svc.store.fail_cold(stuck, "embedding API: 413 request entity too large", permanent=True, max_attempts=3,
+                              now=now)
+    return [*ids, summary.id]

@@ -20,7 +20,8 @@ async def librarian(view: View) -> Response:
         failed=await browse.list_cold(view.user_id, "failed", 50),
         pending=await browse.list_cold(view.user_id, "pending", 20),
         jobs=await librarian_status(view.svc.store), due=await view.svc.due_reviews(view.user_id, now, 20),
-        running=view.svc.processor is not None, now=now)
+        processed=getattr(view.svc.processor, "processed", 0),
+        per_minute=view.svc.processor.throughput() * 60 if view.svc.processor is not None else 0.0, now=now)
 
 
 async def retry(view: View) -> Response:
