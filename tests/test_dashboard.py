@@ -89,6 +89,9 @@ async def test_timeline_filters_states_and_keyset_pages(svc: MemoryService, ui: 
     assert older
     second = (await ui.get(older.group(1).replace("&amp;", "&"))).text
     assert "note number 50<" in second and "note number 59<" in second and "note number 49<" not in second
+    # htmx's "Older memories" asks for the rows alone, appended under the ones shown.
+    more = await ui.get(older.group(1).replace("&amp;", "&"), headers={"HX-Request": "true", "HX-Target": "more"})
+    assert "note number 50<" in more.text and "<html" not in more.text and "Activity" not in more.text
     codex = (await ui.get("/ui/", params={"platform": "codex"})).text
     assert "note number 1<" in codex and "note number 2<" not in codex
     await svc.forget(ids[3], "alice")

@@ -18,13 +18,13 @@ class KeyTable:
         if credential in self.revoked:
             return None
         p = self.keys.get(credential)
-        return Principal(p.user_id, p.teams, p.roles, via="api_key") if p else None
+        return Principal(p.user_id, p.teams, p.roles, via="apikey") if p else None
 
 
 def team_keys() -> KeyTable:
     return KeyTable({
-        "gk-alice-editor": Principal("alice", ("core",), frozenset({"editor"})),
-        "gk-alice-viewer": Principal("alice", ("core",), frozenset({"viewer"})),
-        "gk-bob-editor": Principal("bob", ("core",), frozenset({"editor"})),
-        "gk-root-admin": Principal("root", (), frozenset({"admin"})),
+        "gk-alice-editor": Principal("alice", ("core",), ("editor",)),
+        "gk-alice-viewer": Principal("alice", ("core",), ("viewer",)),
+        "gk-bob-editor": Principal("bob", ("core",), ("editor",)),
+        "gk-root-admin": Principal("root", (), ("admin",)),
     })

@@ -106,7 +106,8 @@ class Dashboard:
             self.codec.write(request, response, session)
         return response
 
-    def page(self, handler: Handler, *, write: bool = False, admin: bool = False) -> Callable[[Request], Awaitable[Response]]:
+    def page(self, handler: Handler, *, write: bool = False,
+             admin: bool = False) -> Callable[[Request], Awaitable[Response]]:
         @functools.wraps(handler)
         async def endpoint(request: Request) -> Response:
             svc = self.slot.service
@@ -133,7 +134,7 @@ class Dashboard:
                         return view.render("error.html", status=403, title="Form expired",
                                            message="This form's security token is missing or out of date. "
                                                    "Go back, reload the page and try again.")
-                    if write and not principal.can_edit:
+                    if write and not principal.can_write:
                         raise Refused(f"Your role ({principal.role}) can read memories but not change them. "
                                       "Ask an admin for the editor role.")
                 if admin and not principal.is_admin:

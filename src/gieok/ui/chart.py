@@ -61,7 +61,8 @@ def build_chart(counts: list[DayCount], *, end: date, days: int = 30, by: str = 
         per_day[c.day][name] = per_day[c.day].get(name, 0) + c.count
         totals[name] = totals.get(name, 0) + c.count
     ranked = sorted(totals, key=lambda n: (-totals[n], n))
-    keep = ranked[:MAX_SERIES] if len(ranked) <= MAX_SERIES + 1 else ranked[:MAX_SERIES]
+    # An "other" band for one series would hide a name for nothing: up to MAX_SERIES + 1 are all shown.
+    keep = ranked if len(ranked) <= MAX_SERIES + 1 else ranked[:MAX_SERIES]
     colors = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(keep)}
     folded: dict[str, dict[str, int]] = {}
     for d, by_name in per_day.items():

@@ -10,7 +10,7 @@ request from another machine cannot prove it is that person.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from starlette.requests import Request
@@ -20,23 +20,26 @@ ROLES = ("viewer", "editor", "admin")
 
 @dataclass(frozen=True, slots=True)
 class Principal:
+    """The shape of the team server's `gieok.core.principal.Principal` (issue 12), which replaces this one when it
+    lands: the same fields and properties, so the pages need no change."""
+
     user_id: str
     teams: tuple[str, ...] = ()
-    roles: frozenset[str] = field(default_factory=lambda: frozenset({"viewer"}))
-    via: str = "loopback"        # loopback | api_key | token | oidc
-
-    @property
-    def can_edit(self) -> bool:
-        return bool(self.roles & {"editor", "admin"})
-
-    @property
-    def is_admin(self) -> bool:
-        return "admin" in self.roles
+    roles: tuple[str, ...] = ("viewer",)
+    via: str = "local"           # local (loopback, auth off) | apikey | jwt
 
     @property
     def role(self) -> str:
-        """The strongest role, for display."""
+        """The highest role held."""
         return next((r for r in reversed(ROLES) if r in self.roles), "viewer")
+
+    @property
+    def can_write(self) -> bool:
+        return self.role in ("editor", "admin")
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
 
 
 class CredentialVerifier(Protocol):
@@ -55,7 +58,7 @@ def is_loopback(request: Request) -> bool:
 
 def local_principal(user_id: str) -> Principal:
     """The single user of a loopback server without auth: owner of every memory, so every role."""
-    return Principal(user_id=user_id, roles=frozenset(ROLES), via="loopback")
+    return Principal(user_id=user_id, roles=("admin",), via="local")
 
 
 async def request_principal(request: Request, *, verifier: CredentialVerifier | None, local_user: str,

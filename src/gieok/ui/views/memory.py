@@ -70,13 +70,14 @@ async def edit(view: View) -> Response:
     tags = [t.strip() for t in f.get("tags", "").split(",") if t.strip()]
     kind = f.get("kind") or m.kind
     imp = importance(f.get("importance", str(m.importance)))
-    changes = {"content": content if content != m.content else None, "title": f.get("title", "").strip(),
-               "importance": imp, "kind": kind, "tags": tags}
-    if changes["title"] == m.title:
-        changes["title"] = None
-    await view.svc.update(m.id, view.user_id, content=changes["content"], title=changes["title"],
-                          importance=imp, kind=kind, tags=tags)
-    await view.audit("memory.edit", m.id, fields=[k for k, v in changes.items() if v is not None])
+    new_content = content if content != m.content else None
+    title = f.get("title", "").strip()
+    new_title = title if title != m.title else None
+    await view.svc.update(m.id, view.user_id, content=new_content, title=new_title, importance=imp, kind=kind,
+                          tags=tags)
+    changed = {"content": new_content is not None, "title": new_title is not None, "importance": imp != m.importance,
+               "kind": kind != m.kind, "tags": tags != m.d_tags}
+    await view.audit("memory.edit", m.id, fields=[k for k, v in changed.items() if v])
     return view.redirect(_path(m), "saved")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 from starlette.responses import Response
 
@@ -35,7 +36,8 @@ async def timeline(view: View) -> Response:
     last = rows[-1] if len(rows) == PAGE_SIZE else None
     older = encode_cursor((last.created_at, last.id)) if last is not None and last.created_at else None
     more_only = view.request.headers.get("hx-target") == "more"
-    ctx = {"rows": rows, "form": form, "values": form.values, "older": older, "first_page": form.query.before is None}
+    ctx: dict[str, Any] = {"rows": rows, "form": form, "values": form.values, "older": older,
+                           "first_page": form.query.before is None}
     if more_only:
         return view.render("_rows.html", **ctx)
     now = utcnow()
