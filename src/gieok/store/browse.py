@@ -87,8 +87,8 @@ def page_where(q: PageQuery, ph: str, tags_sql: Callable[[str, str], str],
     deleted = {"active": False, "archived": False, "forgotten": True, "all": None}[q.state]
     where, params = where_clause(f, ph, tags_sql, ts, deleted=deleted)
     if q.state == "archived":
-        where += f" AND m.is_active = {ph}"
-        params.append(False)
+        # A literal, not a parameter: SQLite uses a partial index only when the query repeats its WHERE.
+        where += " AND m.is_active = FALSE"
     if q.scopes:
         where += f" AND m.privacy_scope IN ({', '.join([ph] * len(q.scopes))})"
         params.extend(q.scopes)
@@ -105,20 +105,45 @@ def as_browse(store: object) -> BrowseStore:
     return store
 
 
-# The statements, shared by the SQL backends; `ph` is the placeholder and `day` the backend's expression for
-# the UTC date of m.created_at as YYYY-MM-DD text.
-def page_sql(select: str, where: str, ph: str) -> str:
-    return f"SELECT {select} FROM memory m WHERE {where} ORDER BY m.created_at DESC, m.id DESC LIMIT {ph}"
+# Partial and covering indexes behind the views a plain (user_id, created_at) index serves badly: the archived and
+# forgotten timelines (few such rows: without them every one of the user's rows is read to find none), and the
+# activity chart and filter menus, which read only labels and can then skip the rows themselves (index-only).
+# Both backends create them in their migration 007; their WHERE clauses repeat `page_where`'s literals.
+BROWSE_INDEXES: tuple[tuple[str, str], ...] = (
+    ("memory_user_forgotten", "CREATE INDEX memory_user_forgotten ON memory (user_id, created_at) "
+                              "WHERE deleted_at IS NOT NULL"),
+    ("memory_user_archived", "CREATE INDEX memory_user_archived ON memory (user_id, created_at) "
+                             "WHERE is_active = FALSE AND deleted_at IS NULL"),
+    # deleted_at is always NULL here, but listed: SQLite reads a column the query names from the row unless the
+    # index holds it, even when the index's own WHERE already settles it.
+    ("memory_user_labels", "CREATE INDEX memory_user_labels ON memory (user_id, created_at, agent_platform, "
+                           "agent_model, subagent_role, project, deleted_at) WHERE deleted_at IS NULL"),
+)
 
 
-def activity_sql(day: str, ph: str) -> str:
-    return (f"SELECT {day}, m.agent_platform, m.agent_model, count(*) FROM memory m WHERE m.user_id = {ph} "
+# The statements, shared by the SQL backends; `ph` is the placeholder, `day` the backend's expression for the UTC
+# date of m.created_at as YYYY-MM-DD text, and `hint` an index hint after the table (SQLite's INDEXED BY: it keeps
+# no statistics unless ANALYZE runs, and then guesses; PostgreSQL plans from its own statistics and gets none).
+def page_sql(select: str, where: str, ph: str, hint: str = "") -> str:
+    return f"SELECT {select} FROM memory m {hint} WHERE {where} ORDER BY m.created_at DESC, m.id DESC LIMIT {ph}"
+
+
+def page_index(q: PageQuery) -> str | None:
+    """The partial index that serves this page's state, if one does."""
+    return {"archived": "memory_user_archived", "forgotten": "memory_user_forgotten"}.get(q.state)
+
+
+LABELS_INDEX = "memory_user_labels"
+
+
+def activity_sql(day: str, ph: str, hint: str = "") -> str:
+    return (f"SELECT {day}, m.agent_platform, m.agent_model, count(*) FROM memory m {hint} WHERE m.user_id = {ph} "
             f"AND m.deleted_at IS NULL AND m.created_at >= {ph} AND m.created_at < {ph} GROUP BY 1, 2, 3 ORDER BY 1")
 
 
-def facets_sql(ph: str) -> str:
+def facets_sql(ph: str, hint: str = "") -> str:
     # One pass over the user's rows: the combinations are few, the sums per label are made in Python.
-    return ("SELECT m.agent_platform, m.agent_model, m.subagent_role, m.project, count(*) FROM memory m "
+    return (f"SELECT m.agent_platform, m.agent_model, m.subagent_role, m.project, count(*) FROM memory m {hint} "
             f"WHERE m.user_id = {ph} AND m.deleted_at IS NULL GROUP BY 1, 2, 3, 4")
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from gieok.store.browse import BROWSE_INDEXES
+
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
 STATUS = "('pending','ok','failed')"
@@ -256,6 +258,12 @@ async def m006_team_server(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
 
 
+async def m007_browse_indexes(db: AsyncConnection[Any]) -> None:
+    # The dashboard's archived/forgotten timelines, activity chart and filter menus (gieok.store.browse).
+    for _, ddl in BROWSE_INDEXES:
+        await db.execute(ddl)
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -265,6 +273,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
+    (7, "browse_indexes", m007_browse_indexes),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

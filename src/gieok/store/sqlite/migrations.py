@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from gieok.store.browse import BROWSE_INDEXES
+
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
 STATUS = "('pending','ok','failed')"
@@ -235,6 +237,12 @@ def m006_team_server(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
 
 
+def m007_browse_indexes(db: sqlite3.Connection) -> None:
+    # The dashboard's archived/forgotten timelines, activity chart and filter menus (gieok.store.browse).
+    for _, ddl in BROWSE_INDEXES:
+        db.execute(ddl)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -242,4 +250,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
+    (7, "browse_indexes", m007_browse_indexes),
 ]
