@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -72,10 +73,13 @@ class View:
         return RedirectResponse(path + (("&" if "?" in path else "?") + urlencode(q) if q else ""), status_code=303)
 
     async def audit(self, action: str, target: str, **detail: Any) -> None:
+        """Record a change (every write handler calls this once it is done)."""
         await self.dash.audit.record(self.principal, action, target, detail)
+        self.dash.changed(self.principal.user_id)
 
 
 Handler = Callable[[View], Awaitable[Response]]
+T = TypeVar("T")
 
 
 class Dashboard:
@@ -86,10 +90,25 @@ class Dashboard:
         self.verifier = verifier
         self.audit: AuditSink = audit or LogAudit()
         self.codec = SessionCodec(secret)
+        self._cache: dict[tuple[str, str], tuple[float, object]] = {}
         self.env = Environment(loader=PackageLoader("gieok.ui", "templates"),
                                autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
         self.env.globals.update(version=__version__, auth_on=verifier is not None)
         fmt.install(self.env)
+
+    # --- per-user summaries (the chart, the filter menus), kept a little while ---------------------------
+    def cached(self, user_id: str, name: str, ttl_s: float) -> object | None:
+        hit = self._cache.get((user_id, name))
+        return hit[1] if hit and time.monotonic() - hit[0] < ttl_s else None
+
+    def keep(self, user_id: str, name: str, value: T) -> T:
+        self._cache[(user_id, name)] = (time.monotonic(), value)
+        return value
+
+    def changed(self, user_id: str) -> None:
+        """After a change the person makes, their next page shows it at once."""
+        for key in [k for k in self._cache if k[0] == user_id]:
+            del self._cache[key]
 
     @property
     def auth_on(self) -> bool:
