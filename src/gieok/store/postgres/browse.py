@@ -19,10 +19,11 @@ class BrowseMixin(PostgresBase):
         return [row_to_memory(r) for r in rows]
 
     async def activity(self, user_id: str, since: datetime, until: datetime) -> list[DayCount]:
-        sql = activity_sql("to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')", "%s")
+        # A date, formatted here: to_char on every row cost more than the rest of the query.
+        sql = activity_sql("(m.created_at AT TIME ZONE 'UTC')::date", "%s")
         async with self._conn() as con:
             rows = await (await con.execute(sql, (user_id, since, until))).fetchall()
-        return [DayCount(*r) for r in rows]
+        return [DayCount(d.isoformat(), p, m, n) for d, p, m, n in rows]
 
     async def facets(self, user_id: str) -> Facets:
         async with self._conn() as con:
