@@ -6,21 +6,21 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
+from gieok.auth.admin import Admin
+from gieok.auth.team import TeamAuth
 from gieok.core.dates import utcnow
+from gieok.core.principal import Principal
 from gieok.mcp.state import ServiceSlot
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.ui.app import Dashboard
-from gieok.ui.principal import CredentialVerifier
 from gieok.ui.routes import dashboard_app
 from gieok.ui.session import COOKIE
-from tests.fakes.credentials import team_keys
 
 CSRF = re.compile(r'name="csrf(?:" value|-token" content)="([^"]+)"')
 
@@ -30,19 +30,21 @@ async def add(svc: MemoryService, content: str, user: str = "alice", **kw: Any) 
     return mid
 
 
-def client(svc: MemoryService, tmp_path: Path, *, verifier: CredentialVerifier | None = None,
-           host: str = "127.0.0.1") -> httpx2.AsyncClient:
+def client(svc: MemoryService, *, auth: str = "none", host: str = "127.0.0.1") -> httpx2.AsyncClient:
+    """The dashboard app on the real service, with the team server's real authenticator and audit log."""
     slot = ServiceSlot()
     slot.open(svc)
-    app = dashboard_app(Dashboard(svc.settings, slot, secret="test-secret", verifier=verifier))
+    team = TeamAuth(svc.settings.model_copy(update={"auth": auth}))
+    team.open(svc.store)
+    app = dashboard_app(Dashboard(svc.settings, slot, team, secret="test-secret"))
     return httpx2.AsyncClient(transport=httpx2.ASGITransport(app, client=(host, 50000)),
                               # Off loopback the cookie is Secure: the client must speak https to get it back.
                               base_url=f"{'http' if host.startswith('127.') else 'https'}://{host}:8765")
 
 
 @pytest.fixture
-async def ui(svc: MemoryService, tmp_path: Path) -> AsyncIterator[httpx2.AsyncClient]:
-    async with client(svc, tmp_path) as c:
+async def ui(svc: MemoryService) -> AsyncIterator[httpx2.AsyncClient]:
+    async with client(svc) as c:
         yield c
 
 
@@ -104,19 +106,19 @@ async def test_timeline_filters_states_and_keyset_pages(svc: MemoryService, ui: 
     assert (await ui.get("/ui/", params={"before": "garbage"})).status_code == 400
 
 
-async def test_changes_need_the_csrf_token_and_are_made(svc: MemoryService, ui: httpx2.AsyncClient,
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+async def test_changes_need_the_csrf_token_and_are_made(svc: MemoryService, ui: httpx2.AsyncClient) -> None:
     mid = await add(svc, "내일 오전에 팀 회의")
     refused = await ui.post(f"/ui/m/{mid}/pin", data={"pinned": "1"})
     assert refused.status_code == 403 and "security token" in refused.text
     assert not (await svc.get(mid, "alice")).is_pinned
     token = await csrf_of(ui)
     assert (await ui.post(f"/ui/m/{mid}/pin", data={"pinned": "1", "csrf": "forged"})).status_code == 403
-    caplog.set_level("INFO", logger="gieok.audit")
     r = await ui.post(f"/ui/m/{mid}/pin", data={"pinned": "1", "csrf": token})
     assert r.status_code == 303 and r.headers["location"].endswith("done=pinned")
     assert (await svc.get(mid, "alice")).is_pinned
-    assert any('"action": "memory.pin"' in rec.message and mid in rec.message for rec in caplog.records)
+    log = await svc.store.list_audit(limit=100)
+    assert any(e.action == "ui memory.pin" and e.memory_ids == [mid] and e.owners == ["alice"] for e in log)
+    assert any(e.outcome == "refused:403" and "csrf" in e.detail for e in log)   # the refusals, too
     r = await ui.post(f"/ui/m/{mid}/edit", data={"csrf": token, "content": "내일 오후에 팀 회의", "title": "회의",
                                                   "importance": "0.9", "kind": "semantic", "tags": "회의, 일정"})
     assert r.status_code == 303
@@ -126,8 +128,10 @@ async def test_changes_need_the_csrf_token_and_are_made(svc: MemoryService, ui: 
     bad = await ui.post(f"/ui/m/{mid}/edit", data={"csrf": token, "content": "x", "importance": "lots"})
     assert bad.status_code == 400 and "importance" in bad.text
     assert "Forget" in (await ui.get(f"/ui/m/{mid}/confirm/forget")).text
-    assert (await ui.post(f"/ui/m/{mid}/scope", data={"csrf": token, "scope": "team"})).status_code == 303
-    assert (await svc.get(mid, "alice")).privacy_scope == "team"
+    no_team = await ui.post(f"/ui/m/{mid}/scope", data={"csrf": token, "scope": "team"})
+    assert no_team.status_code == 400 and "no team" in no_team.text
+    assert (await ui.post(f"/ui/m/{mid}/scope", data={"csrf": token, "scope": "public"})).status_code == 303
+    assert (await svc.get(mid, "alice")).privacy_scope == "public"
     assert (await ui.post(f"/ui/m/{mid}/forget", data={"csrf": token})).status_code == 303
     assert "내일 오후에 팀 회의" not in (await ui.get("/ui/search", params={"q": "회의"})).text
     assert (await ui.post(f"/ui/m/{mid}/restore", data={"csrf": token})).status_code == 303
@@ -165,31 +169,49 @@ async def test_profile_tags_and_librarian_pages_change_things(svc: MemoryService
     assert (m.tag_status, m.embed_status, m.cold_attempts) == ("pending", "pending", 0)
 
 
-async def test_auth_off_answers_only_loopback(svc: MemoryService, tmp_path: Path) -> None:
-    async with client(svc, tmp_path, host="10.1.2.3") as c:
+async def test_auth_off_answers_only_loopback(svc: MemoryService) -> None:
+    async with client(svc, host="10.1.2.3") as c:
         r = await c.get("/ui/")
         assert r.status_code == 403 and "this machine" in r.text.lower()
 
 
-async def test_signin_cookie_roles_and_scopes(svc: MemoryService, tmp_path: Path) -> None:
+async def keys_for(svc: MemoryService) -> dict[str, str]:
+    """Real API keys (gieok.auth): alice and bob in team eng, alice also as a viewer, and an admin."""
+    admin = Admin(svc.store, Principal("root", roles=("admin",)))
+    out = {}
+    for name, user, role in (("alice", "alice", "editor"), ("alice-viewer", "alice", "viewer"),
+                             ("bob", "bob", "editor"), ("root", "root", "admin")):
+        made = await admin.create_key(user, role=role, teams=["eng"] if user != "root" else [])
+        out[name] = made.key.token
+    return out
+
+
+async def sign_in(c: httpx2.AsyncClient, key: str, nxt: str = "/ui/") -> httpx2.Response:
+    token = CSRF.search((await c.get("/ui/signin")).text).group(1)  # type: ignore[union-attr]
+    return await c.post("/ui/signin", data={"csrf": token, "credential": key, "next": nxt})
+
+
+async def test_signin_cookie_roles_and_scopes(svc: MemoryService) -> None:
+    keys = await keys_for(svc)
     mine = await add(svc, "alice의 비밀 메모: 회의 일정")
     bobs = await add(svc, "bob의 비밀 메모: 회의 장소", user="bob")
-    async with client(svc, tmp_path, verifier=team_keys(), host="192.0.2.10") as c:
+    shared = await add(svc, "bob이 팀에 공유한 회의록", user="bob")
+    await svc.store.update_memory(shared, {"privacy_scope": "team", "team": "eng"})
+    async with client(svc, auth="apikey", host="192.0.2.10") as c:
         r = await c.get("/ui/search?q=회의")
         assert r.status_code == 303 and r.headers["location"].startswith("/ui/signin?next=")
-        page = await c.get("/ui/signin")
-        token = CSRF.search(page.text).group(1)  # type: ignore[union-attr]
-        bad = await c.post("/ui/signin", data={"csrf": token, "credential": "gk-nobody"})
+        bad = await sign_in(c, "gieok_000000000000_notarealkeynotarealkeynotarealkeynotareal")
         assert bad.status_code == 401 and "not accepted" in bad.text
-        r = await c.post("/ui/signin", data={"csrf": token, "credential": "gk-alice-viewer", "next": "//evil.example"})
+        r = await sign_in(c, keys["alice-viewer"], nxt="//evil.example")
         assert r.status_code == 303 and r.headers["location"] == "/ui/?done=signed_in"
         cookie = r.headers["set-cookie"]
         assert f"{COOKIE}=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
         assert "Secure" in cookie            # the client is not on loopback
         found = (await c.get("/ui/search", params={"q": "회의"})).text
         assert "alice의 비밀 메모" in found and "bob의 비밀 메모" not in found
+        assert "bob이 팀에 공유한 <mark>회의</mark>록" in found and "by bob" in found   # team-shared: visible, marked
         assert (await c.get(f"/ui/m/{bobs}")).status_code == 404
-        assert "bob의" not in (await c.get("/ui/", params={"state": "all"})).text
+        assert "bob의 비밀" not in (await c.get("/ui/", params={"state": "all"})).text
         detail = (await c.get(f"/ui/m/{mine}")).text
         assert "Read-only: your role is viewer" in detail and "/pin" not in detail
         token = CSRF.search(detail).group(1)  # type: ignore[union-attr]
@@ -198,13 +220,55 @@ async def test_signin_cookie_roles_and_scopes(svc: MemoryService, tmp_path: Path
         assert not (await svc.get(mine, "alice")).is_pinned
         assert (await c.get("/ui/admin")).status_code == 403
         assert (await c.post("/ui/signout", data={"csrf": token})).status_code == 303
+        r = await sign_in(c, keys["alice"])
+        assert "only its owner can change it" in (await c.get(f"/ui/m/{shared}")).text
+        token = CSRF.search((await c.get("/ui/")).text).group(1)  # type: ignore[union-attr]
+        refused = await c.post(f"/ui/m/{shared}/pin", data={"pinned": "1", "csrf": token})
+        assert refused.status_code == 403 and "belongs to bob" in refused.text
+        r = await c.post(f"/ui/m/{mine}/scope", data={"csrf": token, "scope": "team", "team": "eng"})
+        assert r.status_code == 303
+        assert ((await svc.get(mine, "alice")).privacy_scope, (await svc.get(mine, "alice")).team) == ("team", "eng")
+        r = await c.post(f"/ui/m/{mine}/scope", data={"csrf": token, "scope": "team", "team": "ops"})
+        assert r.status_code == 403 and "not a member" in r.text
+    log = await svc.store.list_audit(limit=1000)
+    assert any(e.action == "ui signin" and e.outcome == "refused:401" for e in log)
+    assert any(e.action.startswith("ui /ui/m/") and e.outcome == "denied" and e.actor == "alice" for e in log)
+    assert any(e.action == "ui memory.read" and e.owners == ["bob"] for e in log)
 
 
-async def test_a_revoked_key_stops_working_at_once(svc: MemoryService, tmp_path: Path) -> None:
-    keys = team_keys()
-    async with client(svc, tmp_path, verifier=keys) as c:
-        token = CSRF.search((await c.get("/ui/signin")).text).group(1)  # type: ignore[union-attr]
-        await c.post("/ui/signin", data={"csrf": token, "credential": "gk-bob-editor"})
+async def test_a_revoked_key_stops_working_at_once(svc: MemoryService) -> None:
+    keys = await keys_for(svc)
+    async with client(svc, auth="apikey") as c:
+        await sign_in(c, keys["bob"])
         assert (await c.get("/ui/")).status_code == 200
-        keys.revoked.add("gk-bob-editor")
+        key_id = keys["bob"].split("_")[1]
+        await Admin(svc.store, Principal("root", roles=("admin",))).revoke_key(key_id)
         assert (await c.get("/ui/")).status_code == 303
+
+
+async def test_admin_pages_keys_teams_and_audit(svc: MemoryService) -> None:
+    keys = await keys_for(svc)
+    async with client(svc, auth="apikey") as c:
+        await sign_in(c, keys["root"])
+        people = await c.get("/ui/admin")
+        assert people.status_code == 200 and "alice" in people.text and "eng" in people.text
+        token = CSRF.search(people.text).group(1)  # type: ignore[union-attr]
+        r = await c.post("/ui/admin/keys/create", data={"csrf": token, "user": "carol", "role": "viewer",
+                                                        "teams": "ops", "expires": "30d", "name": "carol's laptop"})
+        assert r.status_code == 200 and "shown only this once" in r.text and r.headers["cache-control"] == "no-store"
+        secret = re.search(r'value="(gieok_[^"]+)"', r.text).group(1)  # type: ignore[union-attr]
+        listing = (await c.get("/ui/admin/keys")).text
+        assert secret not in listing and "carol" in listing            # never shown again
+        assert (await svc.store.teams_of("carol")) == ("ops",)
+        key_id = secret.split("_")[1]
+        assert (await c.post("/ui/admin/keys/revoke", data={"csrf": token, "key_id": key_id})).status_code == 303
+        assert (await svc.store.get_api_key(key_id)).revoked_at is not None  # type: ignore[union-attr]
+        member = {"csrf": token, "team": "ops", "user": "dave"}
+        assert (await c.post("/ui/admin/teams/add", data=member)).status_code == 303
+        assert await svc.store.teams_of("dave") == ("ops",)
+        assert (await c.post("/ui/admin/teams/remove", data=member)).status_code == 303
+        assert await svc.store.teams_of("dave") == ()
+        audit = (await c.get("/ui/admin/audit", params={"action": "keys"})).text
+        assert "keys create" in audit and "keys revoke" in audit and "ui signin" not in audit
+        assert "ui signin" in (await c.get("/ui/admin/audit", params={"user": "root"})).text
+        assert (await c.get("/ui/admin/audit", params={"since": "yesterday"})).status_code == 400

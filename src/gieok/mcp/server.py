@@ -30,7 +30,7 @@ from gieok.mcp.prompts import register_prompts
 from gieok.mcp.resources import register_resources
 from gieok.mcp.state import GieokMCP, ServiceSlot
 from gieok.memory.service import MemoryService
-from gieok.ui import CredentialVerifier, mount_dashboard
+from gieok.ui import mount_dashboard
 
 INSTRUCTIONS = """gieok is your long-term memory. At the start of a task call `load_context` (with the task as
 `query`) to recall who the user is and what happened recently. When you need something from the past, call
@@ -38,9 +38,7 @@ INSTRUCTIONS = """gieok is your long-term memory. At the start of a task call `l
 When the user asks you to remember something, call `manage_knowledge` with action="add"."""
 
 
-def build_server(settings: Settings, *, run_librarian: bool | None = None,
-                 dashboard_verifier: CredentialVerifier | None = None) -> GieokMCP:
-    """`dashboard_verifier`: how the dashboard checks a signed-in key or token (None: auth off, loopback only)."""
+def build_server(settings: Settings, *, run_librarian: bool | None = None) -> GieokMCP:
     slot = ServiceSlot()
     team = TeamAuth(settings)
 
@@ -69,7 +67,7 @@ def build_server(settings: Settings, *, run_librarian: bool | None = None,
     register_prompts(mcp)
     register_http_routes(mcp, slot, team)
     if settings.ui:
-        mount_dashboard(mcp, slot, settings, verifier=dashboard_verifier)
+        mount_dashboard(mcp, slot, team, settings)
     return mcp
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlencode
@@ -18,12 +19,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from gieok import __version__
-from gieok.core.errors import GieokError, InvalidInput, NotFound
+from gieok.auth.team import TeamAuth
+from gieok.core.errors import AuthError, GieokError, InvalidInput, NotFound
+from gieok.core.models import Memory
+from gieok.core.principal import Principal
 from gieok.core.settings import Settings
 from gieok.memory.service import MemoryService
+from gieok.ui import audit
 from gieok.ui import format as fmt
-from gieok.ui.audit import AuditSink, LogAudit
-from gieok.ui.principal import CredentialVerifier, Principal, request_principal
+from gieok.ui.principal import request_principal
 from gieok.ui.session import CSRF_FIELD, CSRF_HEADER, Session, SessionCodec
 
 log = logging.getLogger(__name__)
@@ -34,7 +38,7 @@ DONE = {
     "forgotten": "Forgotten. It no longer appears in search or context.", "erased": "Erased everywhere.",
     "restored": "Restored.", "scope": "Scope changed.", "merged": "Tags merged.", "retried": "Queued for retry.",
     "fact_removed": "Fact removed.", "fact_saved": "Fact saved.", "signed_in": "Signed in.",
-    "feedback": "Thanks — feedback recorded.",
+    "feedback": "Thanks — feedback recorded.", "team_saved": "Teams updated.", "key_revoked": "Key revoked.",
 }
 
 
@@ -72,9 +76,19 @@ class View:
         q = {**params, **({"done": done} if done else {})}
         return RedirectResponse(path + (("&" if "?" in path else "?") + urlencode(q) if q else ""), status_code=303)
 
-    async def audit(self, action: str, target: str, **detail: Any) -> None:
+    @property
+    def remote(self) -> str:
+        return self.request.client.host if self.request.client else ""
+
+    async def audit(self, action: str, memory: Memory | None = None, *, detail: str = "",
+                    memory_ids: Iterable[str] = (), owners: Iterable[str] = ()) -> None:
         """Record a change (every write handler calls this once it is done)."""
-        await self.dash.audit.record(self.principal, action, target, detail)
+        ids, who = list(memory_ids), list(owners)
+        if memory is not None:
+            ids.append(memory.id)
+            who.append(memory.user_id)
+        await audit.record(self.dash.team, self.principal, action, memory_ids=ids, owners=who, detail=detail,
+                           remote=self.remote)
         self.dash.changed(self.principal.user_id)
 
 
@@ -83,17 +97,15 @@ T = TypeVar("T")
 
 
 class Dashboard:
-    def __init__(self, settings: Settings, slot: ServiceSource, *, secret: str,
-                 verifier: CredentialVerifier | None = None, audit: AuditSink | None = None) -> None:
+    def __init__(self, settings: Settings, slot: ServiceSource, team: TeamAuth, *, secret: str) -> None:
         self.settings = settings
         self.slot = slot
-        self.verifier = verifier
-        self.audit: AuditSink = audit or LogAudit()
+        self.team = team
         self.codec = SessionCodec(secret)
         self._cache: dict[tuple[str, str], tuple[float, object]] = {}
         self.env = Environment(loader=PackageLoader("gieok.ui", "templates"),
                                autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
-        self.env.globals.update(version=__version__, auth_on=verifier is not None)
+        self.env.globals.update(version=__version__, auth_on=team.enabled)
         fmt.install(self.env)
 
     # --- per-user summaries (the chart, the filter menus), kept a little while ---------------------------
@@ -112,7 +124,7 @@ class Dashboard:
 
     @property
     def auth_on(self) -> bool:
-        return self.verifier is not None
+        return self.team.enabled
 
     def render(self, request: Request, template: str, *, status: int = 200, principal: Principal | None = None,
                session: Session | None = None, **context: Any) -> HTMLResponse:
@@ -134,22 +146,37 @@ class Dashboard:
             if svc is None:
                 return self.render(request, "error.html", status=503, title="Starting",
                                    message="The server is still starting. Reload in a moment.")
-            principal = await request_principal(request, verifier=self.verifier, local_user=svc.settings.user_id,
-                                                credential=session.credential)
+            principal = await request_principal(request, team=self.team, store=svc.store,
+                                                local_user=svc.settings.user_id, credential=session.credential)
+            remote = request.client.host if request.client else ""
             if principal is None:
                 if self.auth_on:
                     nxt = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                     return RedirectResponse("/ui/signin?" + urlencode({"next": nxt}), status_code=303)
+                await audit.record(self.team, None, request.url.path, outcome="refused:403",
+                                   detail="auth off: not loopback", remote=remote)
                 return self.render(request, "error.html", status=403, title="This machine only",
                                    message="Auth is off, so the dashboard answers only on this machine "
                                            "(127.0.0.1). Open it there, or turn on auth to sign in from elsewhere.")
             view = View(request, svc, principal, session, self)
+            if self.auth_on:
+                wait = self.team.limiter.take(principal.key_id or principal.user_id)
+                if wait > 0:
+                    await audit.record(self.team, principal, request.url.path, outcome="refused:429",
+                                       detail="rate limit", remote=remote)
+                    response = view.render("error.html", status=429, title="Slow down",
+                                           message=f"Too many requests for this key; try again in "
+                                                   f"{math.ceil(wait)} s.")
+                    response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+                    return response
             try:
                 if request.method == "POST":
                     form = await request.form()
                     view.form = {k: v for k, v in form.items() if isinstance(v, str)}
                     token = view.form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
                     if not self.codec.csrf_ok(session, token):
+                        await audit.record(self.team, principal, request.url.path, outcome="refused:403",
+                                           detail="csrf token missing or wrong", remote=remote)
                         return view.render("error.html", status=403, title="Form expired",
                                            message="This form's security token is missing or out of date. "
                                                    "Go back, reload the page and try again.")
@@ -159,7 +186,9 @@ class Dashboard:
                 if admin and not principal.is_admin:
                     raise Refused(f"This page is for admins; your role is {principal.role}.")
                 return await handler(view)
-            except Refused as exc:
+            except (Refused, AuthError) as exc:
+                await audit.record(self.team, principal, request.url.path, outcome="denied", detail=str(exc)[:300],
+                                   remote=remote)
                 return view.render("error.html", status=403, title="Not allowed", message=str(exc))
             except NotFound as exc:
                 return view.render("error.html", status=404, title="Not found", message=str(exc))

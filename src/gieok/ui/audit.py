@@ -1,27 +1,19 @@
-"""Every change made from the dashboard is recorded: who (the principal), what, on which memory, with what.
-
-Until the audit log of issue 12 lands these records go to the `gieok.audit` logger as one JSON object per line
-(the server's log); `AuditSink` is the seam the audit table will fill.
-"""
+"""Every change made from the dashboard, every refusal and every sign-in goes to the team server's audit log
+(`gieok audit`), as `ui <action>` entries with the memory ids and their owners. Written at once (`record_now`):
+changes from a person are few, and the admin pages show them straight after."""
 
 from __future__ import annotations
 
-import json
-import logging
-from typing import Any, Protocol
+from collections.abc import Iterable
 
-from gieok.core.dates import iso, utcnow
-from gieok.ui.principal import Principal
-
-log = logging.getLogger("gieok.audit")
+from gieok.auth.audit import entry
+from gieok.auth.team import TeamAuth
+from gieok.core.principal import Principal
 
 
-class AuditSink(Protocol):
-    async def record(self, principal: Principal, action: str, target: str, detail: dict[str, Any]) -> None: ...
-
-
-class LogAudit:
-    async def record(self, principal: Principal, action: str, target: str, detail: dict[str, Any]) -> None:
-        log.info(json.dumps({"at": iso(utcnow()), "user": principal.user_id, "via": principal.via,
-                             "roles": sorted(principal.roles), "action": action, "target": target,
-                             "detail": detail, "surface": "dashboard"}, ensure_ascii=False, default=str))
+async def record(team: TeamAuth, principal: Principal | None, action: str, *, outcome: str = "ok",
+                 memory_ids: Iterable[str] = (), owners: Iterable[str] = (), detail: str = "",
+                 remote: str = "") -> None:
+    if team.audit is not None:
+        await team.audit.record_now(entry(principal, f"ui {action}", outcome=outcome, memory_ids=memory_ids,
+                                          owners=owners, detail=detail, remote=remote))

@@ -11,6 +11,7 @@ from starlette.datastructures import QueryParams
 from gieok.core.dates import from_iso
 from gieok.core.errors import InvalidInput
 from gieok.core.models import KINDS, PRIVACY, ROLES, SearchFilters
+from gieok.core.principal import Principal
 from gieok.memory.service import MemoryService
 from gieok.store.browse import STATES, Cursor, PageQuery
 
@@ -21,7 +22,7 @@ SEARCH_KEYS = ("q", "p_tag", "date_range", "role", "kind", "tags", "limit", "inc
                "model", "subagent_role", "session_id", "project")
 
 
-def _day(name: str, value: str) -> datetime:
+def day(name: str, value: str) -> datetime:
     try:
         return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
     except ValueError:
@@ -57,19 +58,20 @@ class TimelineForm:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def timeline_form(params: QueryParams, svc: MemoryService, user_id: str) -> TimelineForm:
+def timeline_form(params: QueryParams, svc: MemoryService, viewer: Principal) -> TimelineForm:
+    """What the viewer may see (their own, their teams' and public memories), narrowed by the filters."""
     v = {k: params.get(k, "").strip() for k in TIMELINE_KEYS}
     _choice("kind", v["kind"], KINDS)
     _choice("role", v["role"], ROLES)
     _choice("scope", v["scope"], PRIVACY)
     state = _choice("state", v["state"], STATES) or "active"
-    f = svc.filters(user_id, role=v["role"] or None, kind=v["kind"] or None, p_tag=v["p_tag"] or None,
+    f = svc.filters(viewer.user_id, role=v["role"] or None, kind=v["kind"] or None, p_tag=v["p_tag"] or None,
                     platform=v["platform"] or None, model=v["model"] or None,
-                    subagent_role=v["subagent_role"] or None, project=v["project"] or None)
+                    subagent_role=v["subagent_role"] or None, project=v["project"] or None, viewer=viewer)
     if v["since"]:
-        f.since = _day("since", v["since"])
+        f.since = day("since", v["since"])
     if v["until"]:
-        f.until = _day("until", v["until"]) + timedelta(days=1)   # the whole day named
+        f.until = day("until", v["until"]) + timedelta(days=1)   # the whole day named
     if f.since and f.until and f.since >= f.until:
         raise InvalidInput("until", "must be on or after 'since'")
     before = decode_cursor(params["before"]) if params.get("before") else None
@@ -85,7 +87,7 @@ class SearchForm:
     limit: int
 
 
-def search_form(params: QueryParams, svc: MemoryService, user_id: str) -> SearchForm:
+def search_form(params: QueryParams, svc: MemoryService, viewer: Principal) -> SearchForm:
     """Every filter of `search_memory` (the MCP tool), plus project."""
     v = {k: params.get(k, "").strip() for k in SEARCH_KEYS}
     try:
@@ -95,11 +97,11 @@ def search_form(params: QueryParams, svc: MemoryService, user_id: str) -> Search
     if not 1 <= limit <= 100:
         raise InvalidInput("limit", f"{limit} is outside 1..100")
     tags = [t.strip() for t in v["tags"].split(",") if t.strip()]
-    f = svc.filters(user_id, role=v["role"] or None, kind=v["kind"] or None, p_tag=v["p_tag"] or None, tags=tags,
+    f = svc.filters(viewer.user_id, role=v["role"] or None, kind=v["kind"] or None, p_tag=v["p_tag"] or None, tags=tags,
                     date_range=v["date_range"] or None, include_archived=v["include_archived"] in ("1", "on", "true"),
                     platform=v["platform"] or None, model=v["model"] or None,
                     subagent_role=v["subagent_role"] or None, session_id=v["session_id"] or None,
-                    project=v["project"] or None)
+                    project=v["project"] or None, viewer=viewer)
     return SearchForm(v, f, v["q"], limit)
 
 

@@ -41,7 +41,12 @@ def dashboard_app(dash: Dashboard) -> Starlette:
         Route("/ui/tags/merge", page(tags.merge, write=True), methods=["POST"]),
         Route("/ui/librarian", page(librarian.librarian)),
         Route("/ui/librarian/retry", page(librarian.retry, write=True), methods=["POST"]),
-        Route("/ui/admin", page(admin.admin, admin=True)),
+        Route("/ui/admin", page(admin.people, admin=True)),
+        Route("/ui/admin/keys", page(admin.keys, admin=True)),
+        Route("/ui/admin/audit", page(admin.audit_log, admin=True)),
+        *(Route(f"/ui/admin/{name}", page(fn, write=True, admin=True), methods=["POST"]) for name, fn in (
+            ("teams/create", admin.team_create), ("teams/add", admin.team_add), ("teams/remove", admin.team_remove),
+            ("keys/create", admin.key_create), ("keys/revoke", admin.key_revoke))),
         Route("/ui/signin", sign_in, methods=["GET", "POST"]),  # type: ignore[arg-type]
         Route("/ui/signout", sign_out, methods=["POST"]),  # type: ignore[arg-type]
         Mount("/ui/static", StaticFiles(packages=[("gieok.ui", "static")]), name="static"),

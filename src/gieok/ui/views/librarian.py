@@ -9,7 +9,7 @@ from gieok.core.dates import utcnow
 from gieok.librarian.worker import librarian_status
 from gieok.store.browse import as_browse
 from gieok.ui.app import View
-from gieok.ui.views.memory import owned
+from gieok.ui.views.memory import mine
 
 
 async def librarian(view: View) -> Response:
@@ -28,11 +28,11 @@ async def retry(view: View) -> Response:
     """Failed rows of this user go back to pending (one, or all with id=all) for the next cycle."""
     target = view.form.get("id", "")
     rows = (await as_browse(view.svc.store).list_cold(view.user_id, "failed", 1000) if target == "all"
-            else [await owned(view, target)])
+            else [await mine(view, target)])
     for m in rows:
         await view.svc.store.update_memory(m.id, {
             "cold_attempts": 0, "lease_until": None,
             "tag_status": "pending" if m.tag_status == "failed" else m.tag_status,
             "embed_status": "pending" if m.embed_status == "failed" else m.embed_status})
-    await view.audit("librarian.retry", target, rows=len(rows))
+    await view.audit("librarian.retry", memory_ids=[m.id for m in rows], owners=[view.user_id] * len(rows))
     return view.redirect("/ui/librarian", "retried")

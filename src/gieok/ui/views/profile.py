@@ -21,7 +21,7 @@ def _section(value: str) -> Section:
 async def profile(view: View) -> Response:
     prof = await view.svc.profile(view.user_id)
     ids = sorted({s for f in (*prof.core_profile, *prof.sub_profile) for s in f.get("sources", [])})
-    sources = {m.id: m for m in await view.svc.store.get_memories(ids) if m.user_id == view.user_id}
+    sources = {m.id: m for m in await view.svc.store.get_memories(ids, viewer=view.principal)}
     return view.render("profile.html", prof=prof, sources=sources,
                        sections=[("core_profile", "Core", "The few facts that always matter.", prof.core_profile),
                                  ("sub_profile", "More about you", "Other facts worth remembering.",
@@ -37,7 +37,7 @@ async def save_fact(view: View) -> Response:
         await view.svc.profile_edit(view.user_id, section, "remove", None, key=view.form["original_key"])
         action = "add"
     await view.svc.profile_edit(view.user_id, section, action, content, key=key)
-    await view.audit("profile.save", section, key=key)
+    await view.audit("profile.save", detail=f"{section} {key or 'note'}")
     return view.redirect("/ui/profile", "fact_saved")
 
 
@@ -52,5 +52,5 @@ async def remove_fact(view: View) -> Response:
         raise InvalidInput("fact", "that fact is no longer in your profile: reload the page")
     facts[:] = keep
     await view.svc.store.save_user(prof)
-    await view.audit("profile.remove", section, key=key)
+    await view.audit("profile.remove", detail=f"{section} {key}")
     return view.redirect("/ui/profile", "fact_removed")

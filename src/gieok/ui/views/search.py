@@ -19,11 +19,15 @@ RELEVANCE_PARTS = {"cosine": "meaning", "bm25": "words", "tag_jaccard": "tags", 
 
 
 async def search(view: View) -> Response:
-    form = search_form(view.request.query_params, view.svc, view.user_id)
+    form = search_form(view.request.query_params, view.svc, view.principal)
     outcome = None
     if form.query or any(form.values[k] for k in form.values if k not in ("q", "limit")):
         # Looking from the dashboard is not an agent using a memory: views are not counted.
         outcome = await view.svc.search(form.filters, form.query, limit=form.limit, count_view=False)
+        shared = [h.memory for h in outcome.hits if h.memory.user_id != view.user_id]
+        if shared and view.svc.settings.audit_reads:
+            await view.audit("search", detail="read shared", memory_ids=[m.id for m in shared],
+                             owners=[m.user_id for m in shared])
     return view.render("search.html", form=form, values=form.values, outcome=outcome, kinds=KINDS, roles=ROLES,
                        facets=await facets(view), score_parts=SCORE_PARTS,
                        relevance_parts=RELEVANCE_PARTS)

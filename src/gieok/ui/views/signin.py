@@ -1,12 +1,14 @@
-"""Signing in and out. With auth on, the form takes an API key or a token, the verifier checks it, and the signed
-session cookie keeps it (HttpOnly, SameSite=Strict, Secure off loopback). With auth off there is nothing to sign in
-to on loopback."""
+"""Signing in and out. With auth on, the form takes an API key or a token (a JWT from your identity provider), the
+team server's authenticator checks it, and the signed session cookie keeps it (HttpOnly, SameSite=Strict, Secure
+off loopback). With auth off there is nothing to sign in to on loopback."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from gieok.core.errors import AuthError, Unauthorized
+from gieok.ui import audit
 from gieok.ui.app import Dashboard
 from gieok.ui.session import CSRF_FIELD, SessionCodec
 
@@ -31,13 +33,18 @@ def signin_endpoints(dash: Dashboard) -> tuple[object, object]:
         if not dash.codec.csrf_ok(session, token if isinstance(token, str) else None):
             return dash.render(request, "signin.html", status=403, session=session, next=nxt,
                                error="The sign-in form expired. Try again.")
-        principal = await dash.verifier.verify(credential) if credential and dash.verifier else None
-        if principal is None:
+        remote = request.client.host if request.client else ""
+        try:
+            if not credential:
+                raise Unauthorized("paste an API key or a token")
+            principal = await dash.team.authenticate(credential)
+        except AuthError as exc:
+            await audit.record(dash.team, None, "signin", outcome="refused:401", detail=str(exc)[:300], remote=remote)
             return dash.render(request, "signin.html", status=401, session=session, next=nxt,
-                               error="That key or token was not accepted: check it has not expired or been revoked.")
+                               error=f"That key or token was not accepted ({exc}).")
         # A new session id at sign-in, so a session id planted before sign-in is worth nothing after it.
         fresh = SessionCodec.new_session(credential)
-        await dash.audit.record(principal, "ui.signin", principal.user_id, {})
+        await audit.record(dash.team, principal, "signin", remote=remote)
         response = RedirectResponse(nxt + ("&" if "?" in nxt else "?") + "done=signed_in", status_code=303)
         dash.codec.write(request, response, fresh)
         return response

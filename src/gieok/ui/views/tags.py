@@ -26,5 +26,5 @@ async def merge(view: View) -> Response:
                       f"{view.principal.role}.")
     alias, canonical = view.form.get("alias", ""), view.form.get("canonical", "")
     res = await merge_tags(view.svc, alias, canonical)
-    await view.audit("tags.merge", alias, canonical=res["canonical"], rows=res["rows_rewritten"])
+    await view.audit("tags.merge", detail=f"{res['alias']} → {res['canonical']} ({res['rows_rewritten']} rows)")
     return view.redirect("/ui/tags", "merged")

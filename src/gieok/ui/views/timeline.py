@@ -37,7 +37,7 @@ async def activity(view: View, now: datetime) -> list[DayCount]:
 
 
 async def timeline(view: View) -> Response:
-    form = timeline_form(view.request.query_params, view.svc, view.user_id)
+    form = timeline_form(view.request.query_params, view.svc, view.principal)
     browse = as_browse(view.svc.store)
     rows = await browse.list_page(form.query)
     last = rows[-1] if len(rows) == PAGE_SIZE else None
