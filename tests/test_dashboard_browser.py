@@ -28,6 +28,7 @@ from gieok.core.principal import Principal
 from gieok.core.settings import load_settings
 from gieok.memory.ingest import MessageIn
 from tests.dashboard_seed import seed
+from tests.fakes.idp import AUDIENCE, ISSUER, FakeIdP
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -280,6 +281,30 @@ def test_admin_sees_people_keys_and_the_audit_of_what_happened(browser: WebDrive
     # What the other tests did is on record: sign-ins, the pin and forget, the viewer's refused edit.
     for action in ("ui signin", "ui memory.pin", "ui memory.forget"):
         assert action in text, action
+
+
+def test_sign_in_through_the_identity_provider(browser: WebDriver, tmp_path: Path) -> None:
+    """OpenID Connect: the browser goes to the (fake) IdP on another site and comes back signed in, with the
+    token checked by the real JWT verifier against the IdP's JWKS."""
+    with FakeIdP() as idp:
+        env = {"GIEOK_HOME": str(tmp_path), "GIEOK_DATABASE_URL": f"sqlite:///{tmp_path / 'm.db'}",
+               "GIEOK_EMBEDDER": "none", "GIEOK_AUTH": "apikey,jwt", "GIEOK_JWT_ISSUER": ISSUER,
+               "GIEOK_JWT_AUDIENCE": AUDIENCE, "GIEOK_JWT_JWKS_URL": idp.jwks_url,
+               "GIEOK_OIDC_DISCOVERY_URL": idp.public_url + "/.well-known/openid-configuration",
+               "GIEOK_OIDC_CLIENT_ID": "gieok-dashboard"}
+        with gieok_serve(env) as (url, _):
+            browser.delete_all_cookies()
+            browser.get(f"{url}/ui/search?q=회의")
+            wait_url(browser, "/ui/signin")
+            wait_for(browser, "#oidc").click()
+            try:
+                WebDriverWait(browser, 15).until(lambda d: "Signed in." in body(d))
+            except Exception:
+                shot(browser, "12-oidc-failed")
+                raise AssertionError(f"not signed in: {browser.current_url}: {body(browser)[:300]}") from None
+            assert "/ui/search" in browser.current_url and "carol · editor" in body(browser)
+            shot(browser, "12-oidc-signed-in")
+        assert not idp.codes            # the code was redeemed, once
 
 
 def test_auth_off_on_loopback_opens_without_signing_in(browser: WebDriver, tmp_path: Path) -> None:

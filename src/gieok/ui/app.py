@@ -27,6 +27,7 @@ from gieok.core.settings import Settings
 from gieok.memory.service import MemoryService
 from gieok.ui import audit
 from gieok.ui import format as fmt
+from gieok.ui.oidc import OidcClient
 from gieok.ui.principal import request_principal
 from gieok.ui.session import CSRF_FIELD, CSRF_HEADER, Session, SessionCodec
 
@@ -102,6 +103,7 @@ class Dashboard:
         self.slot = slot
         self.team = team
         self.codec = SessionCodec(secret)
+        self.oidc = OidcClient(settings, secret)
         self._cache: dict[tuple[str, str], tuple[float, object]] = {}
         self.env = Environment(loader=PackageLoader("gieok.ui", "templates"),
                                autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)

@@ -16,7 +16,7 @@ from gieok.ui.views import admin, librarian, memory, profile, search, signin, ta
 
 def dashboard_app(dash: Dashboard) -> Starlette:
     page = dash.page
-    sign_in, sign_out = signin.signin_endpoints(dash)
+    sign_in, sign_out, oidc_start, oidc_callback = signin.signin_endpoints(dash)
 
     async def to_root(_: Request) -> Response:
         return RedirectResponse("/ui/", status_code=308)
@@ -49,6 +49,8 @@ def dashboard_app(dash: Dashboard) -> Starlette:
             ("keys/create", admin.key_create), ("keys/revoke", admin.key_revoke))),
         Route("/ui/signin", sign_in, methods=["GET", "POST"]),  # type: ignore[arg-type]
         Route("/ui/signout", sign_out, methods=["POST"]),  # type: ignore[arg-type]
+        Route("/ui/oidc/start", oidc_start),  # type: ignore[arg-type]
+        Route("/ui/oidc/callback", oidc_callback),  # type: ignore[arg-type]
         Mount("/ui/static", StaticFiles(packages=[("gieok.ui", "static")]), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={404: not_found})
