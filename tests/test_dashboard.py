@@ -272,3 +272,34 @@ async def test_admin_pages_keys_teams_and_audit(svc: MemoryService) -> None:
         assert "keys create" in audit and "keys revoke" in audit and "ui signin" not in audit
         assert "ui signin" in (await c.get("/ui/admin/audit", params={"user": "root"})).text
         assert (await c.get("/ui/admin/audit", params={"since": "yesterday"})).status_code == 400
+
+
+async def test_oidc_sign_in_refuses_answers_that_are_not_its_own(svc: MemoryService) -> None:
+    """The IdP flow's checks, over HTTP with the fake IdP: a wrong state, a code redeemed twice and a missing flow
+    cookie each end in a 401 page, audited; the right answer signs in, its token checked by the JWT verifier."""
+    from tests.fakes.idp import AUDIENCE, ISSUER, FakeIdP
+    with FakeIdP(public_host="127.0.0.1") as idp:
+        svc.settings = svc.settings.model_copy(update={
+            "auth": "jwt", "jwt_issuer": ISSUER, "jwt_audience": AUDIENCE, "jwt_jwks_url": idp.jwks_url,
+            "oidc_discovery_url": idp.url + "/.well-known/openid-configuration", "oidc_client_id": "dash"})
+        async with client(svc, auth="jwt") as c:
+            start = await c.get("/ui/oidc/start", params={"next": "/ui/profile"})
+            assert start.status_code == 303 and start.headers["location"].startswith(idp.url + "/authorize?")
+            assert "SameSite=lax" in start.headers["set-cookie"] and "code_challenge_method=S256" in \
+                start.headers["location"]
+            async with httpx2.AsyncClient() as browser_side:
+                back = await browser_side.get(start.headers["location"])       # the IdP signs carol in
+            callback = back.headers["location"].replace("http://127.0.0.1:8765", "")
+            forged = await c.get(callback.replace("state=", "state=x"))
+            assert forged.status_code == 401 and "state mismatch" in forged.text
+            ok = await c.get(callback)
+            assert ok.status_code == 200 and 'content="0;url=/ui/profile?done=signed_in"' in ok.text
+            assert "HttpOnly" in ok.headers["set-cookie"]
+            assert "carol" in (await c.get("/ui/profile")).text
+            again = await c.get(callback)                                       # the code is spent
+            assert again.status_code == 401
+            c.cookies.clear()
+            assert (await c.get(callback)).status_code == 401                   # no flow cookie
+    log = await svc.store.list_audit(limit=100)
+    assert any(e.action == "ui signin oidc" and e.outcome == "ok" and e.actor == "carol" for e in log)
+    assert any(e.action == "ui signin oidc" and e.outcome == "refused:401" for e in log)
