@@ -23,7 +23,10 @@ from gieok.core.errors import AuthError, Unauthorized
 from gieok.core.principal import Principal
 
 # Reachable without credentials: liveness, and the OAuth metadata a client reads to learn how to authenticate.
-PUBLIC_PATHS = ("/health", "/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server")
+# The dashboard (/ui) signs people in itself — a browser cannot send a bearer — and verifies the key or token its
+# signed session cookie carries on every request (gieok.ui.principal), with the same authenticator and limiter.
+PUBLIC_PATHS = ("/health", "/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server",
+                "/ui")
 STATE_KEY = "gieok_principal"
 
 

@@ -44,6 +44,8 @@ def serve(
     mode = ",".join(sorted(s.auth_modes)) or "none (loopback only)"
     typer.echo(f"gieok MCP server: http://{s.host}:{s.port}/mcp  (database {s.resolved_database_url}, "
                f"auth {mode})", err=True)
+    if s.ui:
+        typer.echo(f"memory dashboard: http://{s.host}:{s.port}/ui/", err=True)
     uvicorn.run(app_, host=s.host, port=s.port, log_level="warning")
 
 

@@ -102,3 +102,21 @@ def bench_scale(
                                       queries=queries, echo=typer.echo))
     if as_json:
         typer.echo(json.dumps(res, indent=2))
+
+
+@bench_app.command("dashboard")
+def bench_dashboard(
+    rows: Annotated[int, typer.Option(min=1000, help="Memories of the one user whose timeline is paged.")] = 100_000,
+    backends: Annotated[str, typer.Option(help="sqlite, postgres or both, comma-separated.")] = "sqlite,postgres",
+    pg: Annotated[str | None, typer.Option(
+        "--pg", help="PostgreSQL server URL for a scratch database (default: an embedded server).")] = None,
+    repeat: Annotated[int, typer.Option(min=5, help="Timed runs of each query.")] = 50,
+) -> None:
+    """What the dashboard asks of the store (keyset timeline pages, filters, activity, facets) at a large
+    store, SQLite and PostgreSQL side by side."""
+    from gieok.bench.dashboard import run_dashboard_bench
+    backend_list = [b.strip() for b in backends.split(",") if b.strip()]
+    if not backend_list or not set(backend_list) <= {"sqlite", "postgres"}:
+        typer.echo("error: --backends takes sqlite and/or postgres", err=True)
+        raise typer.Exit(2)
+    asyncio.run(run_dashboard_bench(rows, backends=backend_list, pg_url=pg, repeat=repeat, echo=typer.echo))

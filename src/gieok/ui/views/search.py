@@ -1,0 +1,33 @@
+"""Search with every filter of `search_memory`: each result shows its score parts and why it came back, with the
+query's words marked in the text."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from gieok.core.models import KINDS, ROLES
+from gieok.ui.app import View
+from gieok.ui.forms import search_form
+from gieok.ui.views.timeline import facets
+
+# The score parts as the ranking names them, in the order a person reads them.
+# The score is relevance plus recency, importance and usage (scaled by relevance), less duplication; relevance is
+# made of meaning (cosine), words (BM25, unbounded), tags, title and a named date.
+SCORE_PARTS = {"relevance": "relevance", "recency": "recency", "importance": "importance", "usage": "usage",
+               "duplication": "duplicate"}
+RELEVANCE_PARTS = {"cosine": "meaning", "bm25": "words", "tag_jaccard": "tags", "title": "title", "date": "date"}
+
+
+async def search(view: View) -> Response:
+    form = search_form(view.request.query_params, view.svc, view.principal)
+    outcome = None
+    if form.query or any(form.values[k] for k in form.values if k not in ("q", "limit")):
+        # Looking from the dashboard is not an agent using a memory: views are not counted.
+        outcome = await view.svc.search(form.filters, form.query, limit=form.limit, count_view=False)
+        shared = [h.memory for h in outcome.hits if h.memory.user_id != view.user_id]
+        if shared and view.svc.settings.audit_reads:
+            await view.audit("search", detail="read shared", memory_ids=[m.id for m in shared],
+                             owners=[m.user_id for m in shared])
+    return view.render("search.html", form=form, values=form.values, outcome=outcome, kinds=KINDS, roles=ROLES,
+                       facets=await facets(view), score_parts=SCORE_PARTS,
+                       relevance_parts=RELEVANCE_PARTS)
