@@ -22,8 +22,11 @@ from gieok.auth.team import TeamAuth, Verified, base_url, verified
 from gieok.core.errors import AuthError, Unauthorized
 from gieok.core.principal import Principal
 
-# Reachable without credentials: liveness, and the OAuth metadata a client reads to learn how to authenticate.
-PUBLIC_PATHS = ("/health", "/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server")
+# Reachable without credentials: liveness and readiness (probes carry no keys), Prometheus metrics (counts
+# only, no memory; keep them off the public side of your proxy, as compose.yaml's nginx does), and the OAuth
+# metadata a client reads to learn how to authenticate.
+PUBLIC_PATHS = ("/health", "/ready", "/metrics", "/.well-known/oauth-protected-resource",
+                "/.well-known/oauth-authorization-server")
 STATE_KEY = "gieok_principal"
 
 
