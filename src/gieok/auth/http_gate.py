@@ -22,11 +22,13 @@ from gieok.auth.team import TeamAuth, Verified, base_url, verified
 from gieok.core.errors import AuthError, Unauthorized
 from gieok.core.principal import Principal
 
-# Reachable without credentials: liveness, and the OAuth metadata a client reads to learn how to authenticate.
-# The dashboard (/ui) signs people in itself — a browser cannot send a bearer — and verifies the key or token its
-# signed session cookie carries on every request (gieok.ui.principal), with the same authenticator and limiter.
-PUBLIC_PATHS = ("/health", "/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server",
-                "/ui")
+# Reachable without credentials: liveness and readiness (probes carry no keys), Prometheus metrics (counts
+# only, no memory; keep them off the public side of your proxy, as compose.yaml's nginx does), and the OAuth
+# metadata a client reads to learn how to authenticate. The dashboard (/ui) signs people in itself — a browser
+# cannot send a bearer — and verifies the key or token its signed session cookie carries on every request
+# (gieok.ui.principal), with the same authenticator and limiter.
+PUBLIC_PATHS = ("/health", "/ready", "/metrics", "/.well-known/oauth-protected-resource",
+                "/.well-known/oauth-authorization-server", "/ui")
 STATE_KEY = "gieok_principal"
 
 

@@ -6,9 +6,7 @@ Every command and option has help text.
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
-import sys
 import time
 from typing import Annotated, Any
 
@@ -29,20 +27,47 @@ def _brief(result: dict[str, Any]) -> str:
 
 
 
+async def _with_ops_server(svc: Any, s: Any, main: Any) -> None:
+    """Run `main` with /health, /ready and /metrics served on GIEOK_WORKER_PORT; when `main` returns (a
+    signal stopped the librarian) the server stops too."""
+    import contextlib
+
+    import uvicorn
+
+    from gieok.mcp.ops_http import ops_app
+
+    class _Server(uvicorn.Server):
+        # uvicorn would take SIGINT/SIGTERM over from the librarian, which owns them here.
+        def capture_signals(self) -> Any:
+            return contextlib.nullcontext()
+
+    server = _Server(uvicorn.Config(ops_app(lambda: svc, s), host=s.host, port=s.worker_port,
+                                    log_config=None, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    try:
+        await main()
+    finally:
+        server.should_exit = True
+        await task
+
+
 @app.command()
 def worker(
     once: Annotated[bool, typer.Option("--once", help="Process what is pending (and any periodic job that "
                                                       "is due), then exit.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="First put rows that ran out of retries "
                                                                       "back in the queue.")] = False,
+    port: Annotated[int | None, typer.Option(help="Serve /health, /ready and /metrics on this port "
+                                                  "(default GIEOK_WORKER_PORT; 0 = none). Binds GIEOK_HOST.")] = None,
     db: DbOpt = None,
 ) -> None:
     """Run the librarian alone: tag, embed, promote profile facts, archive, consolidate. Several workers may
     share one database; each row is processed once."""
+    from gieok.app.observability import configure_logging
     from gieok.app.runtime import open_runtime
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    s = settings_for(db)
+    from gieok.core.settings import redacted_url
+    s = settings_for(db, worker_port=port)
+    configure_logging(s)
 
     async def go() -> None:
         async with open_runtime(s) as rt:
@@ -53,8 +78,12 @@ def worker(
                 loop = asyncio.get_running_loop()
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.add_signal_handler(sig, lambda: asyncio.ensure_future(lib.stop()))
-                typer.echo(f"librarian {lib.worker_id} on {s.resolved_database_url} (Ctrl-C stops)", err=True)
-                await lib.run_forever()
+                typer.echo(f"librarian {lib.worker_id} on {redacted_url(s.resolved_database_url)} (Ctrl-C stops)",
+                           err=True)
+                if s.worker_port:
+                    await _with_ops_server(svc, s, lib.run_forever)
+                else:
+                    await lib.run_forever()
                 return
             t0 = time.perf_counter()
             handled = await lib.run_once()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Annotated
 
 import typer
@@ -21,12 +20,13 @@ def serve(
     user: UserOpt = None,
 ) -> None:
     """Run the MCP server (stdio or Streamable HTTP) with the librarian in the background."""
-    import logging
-
+    from gieok.app.observability import configure_logging
     from gieok.core.errors import ConfigError
+    from gieok.core.settings import redacted_url
+    from gieok.mcp.http_app import run_http
     from gieok.mcp.server import build_http_app, build_server
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     s = settings_for(db, user, host=host, port=port)
+    configure_logging(s)
     if transport not in ("stdio", "http"):
         typer.echo("error: --transport must be stdio or http", err=True)
         raise typer.Exit(2)
@@ -40,13 +40,12 @@ def serve(
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    import uvicorn
     mode = ",".join(sorted(s.auth_modes)) or "none (loopback only)"
-    typer.echo(f"gieok MCP server: http://{s.host}:{s.port}/mcp  (database {s.resolved_database_url}, "
+    typer.echo(f"gieok MCP server: http://{s.host}:{s.port}/mcp  (database {redacted_url(s.resolved_database_url)}, "
                f"auth {mode})", err=True)
     if s.ui:
         typer.echo(f"memory dashboard: http://{s.host}:{s.port}/ui/", err=True)
-    uvicorn.run(app_, host=s.host, port=s.port, log_level="warning")
+    run_http(app_, s)
 
 
 @app.command()
@@ -55,4 +54,25 @@ def doctor(db: DbOpt = None, user: UserOpt = None) -> None:
     from gieok.app.doctor import run_checks
     s = settings_for(db, user)
     ok = asyncio.run(run_checks(s, typer.echo))
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command()
+def healthcheck(
+    port: Annotated[int | None, typer.Option(help="Port to probe (default GIEOK_PORT; a worker's is "
+                                                  "GIEOK_WORKER_PORT).")] = None,
+    path: Annotated[str, typer.Option(help="/health (alive) or /ready (can serve).")] = "/health",
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the answer.")] = 3.0,
+) -> None:
+    """Probe this machine's gieok HTTP server (for a container HEALTHCHECK): exit 0 when it answers 200."""
+    import urllib.error
+    import urllib.request
+    s = settings_for()
+    url = f"http://127.0.0.1:{port or s.port}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            ok = resp.status == 200
+    except (urllib.error.URLError, OSError) as exc:
+        typer.echo(f"{url}: {exc}", err=True)
+        raise typer.Exit(1) from None
     raise typer.Exit(0 if ok else 1)

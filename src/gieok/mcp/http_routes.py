@@ -1,5 +1,6 @@
 """Plain HTTP endpoints beside MCP on the Streamable HTTP server: capture for platforms without MCP hooks
-(`POST /v1/messages`), the session-start context for hooks (`GET /v1/context`), and `/health`.
+(`POST /v1/messages`), the session-start context for hooks (`GET /v1/context`), and for operators `/health`
+(alive), `/ready` (database, schema, librarian lag) and `/metrics` (Prometheus; gieok.mcp.ops_http).
 
 With auth on, the HTTP gate (gieok.auth.http_gate) has verified the caller before a route runs; the user is
 that principal (a different `X-Gieok-User`, `?user_id=` or body `user_id` is refused unless an admin acts for
@@ -15,7 +16,7 @@ from mcp.server import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from gieok import __version__
+from gieok.app.observability import QueueProbe
 from gieok.auth.audit import entry
 from gieok.auth.http_gate import request_principal
 from gieok.auth.team import TeamAuth
@@ -23,6 +24,7 @@ from gieok.core.errors import AuthError, Forbidden, GieokError, InvalidInput, No
 from gieok.core.models import Identity
 from gieok.core.principal import Principal
 from gieok.mcp.identity import HEADER, resolve_identity
+from gieok.mcp.ops_http import health_response, metrics_response, ready_response
 from gieok.mcp.state import ServiceSlot
 from gieok.memory.context import load_context
 from gieok.memory.ingest import message_from_json, prepare
@@ -76,6 +78,8 @@ async def _who(request: Request, svc: MemoryService, team: TeamAuth, action: str
 
 
 def register_http_routes(mcp: MCPServer[MemoryService], slot: ServiceSlot, team: TeamAuth) -> None:
+    probe = QueueProbe()
+    settings = team.settings
     @mcp.custom_route("/v1/messages", methods=["POST"])
     async def post_messages(request: Request) -> Response:
         svc = slot.service
@@ -142,4 +146,12 @@ def register_http_routes(mcp: MCPServer[MemoryService], slot: ServiceSlot, team:
 
     @mcp.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> Response:
-        return JSONResponse({"ok": slot.service is not None, "version": __version__})
+        return await health_response(slot.service)
+
+    @mcp.custom_route("/ready", methods=["GET"])
+    async def ready(_: Request) -> Response:
+        return await ready_response(slot.service, settings, probe)
+
+    @mcp.custom_route("/metrics", methods=["GET"])
+    async def metrics(_: Request) -> Response:
+        return await metrics_response(slot.service, settings, probe)

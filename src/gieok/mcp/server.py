@@ -26,6 +26,7 @@ from gieok.core.errors import ConfigError
 from gieok.core.settings import Settings
 from gieok.mcp import tools
 from gieok.mcp.http_routes import register_http_routes
+from gieok.mcp.ops_http import MetricsMiddleware
 from gieok.mcp.prompts import register_prompts
 from gieok.mcp.resources import register_resources
 from gieok.mcp.state import GieokMCP, ServiceSlot
@@ -83,7 +84,9 @@ def check_exposure(settings: Settings) -> None:
 
 
 def build_http_app(mcp: GieokMCP, settings: Settings) -> ASGIApp:
-    """The Streamable HTTP app with the gate in front of every route."""
+    """The Streamable HTTP app with the gate in front of every route, inside the request metrics (so the
+    gate's refusals are counted too). GIEOK_STATELESS_HTTP drops server-side MCP sessions, so replicas behind
+    a round-robin load balancer can each answer any request (a session lives in one process otherwise)."""
     check_exposure(settings)
-    app = mcp.streamable_http_app(host=settings.host)
-    return HttpGate(app, mcp.team)
+    app = mcp.streamable_http_app(stateless_http=settings.stateless_http, host=settings.host)
+    return MetricsMiddleware(HttpGate(app, mcp.team), routes=app.routes)

@@ -26,6 +26,12 @@ class RowProcessor(Protocol):
         """Tag and embed `rows` now; a failing provider leaves a row pending for the cold path and says so."""
         ...
 
+    processed: int
+
+    def throughput(self) -> float:
+        """Rows processed per second since this processor started (the dashboard shows it)."""
+        ...
+
     async def summarize_thread(self, user_id: str, session_id: str) -> dict[str, Any]:
         """Summarise one session into a semantic memory (see `gieok.librarian.consolidate`)."""
         ...

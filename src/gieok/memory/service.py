@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from gieok.core.dates import parse_date_range, parse_time, utcnow
 from gieok.core.errors import Forbidden, InvalidInput, NotFound
+from gieok.core.metrics import INGESTED, SEARCH_LATENCY
 from gieok.core.models import FEEDBACK_EVENTS, KINDS, PRIVACY, RELATIONS, ROLES, Hit, Identity, Memory, SearchFilters
 from gieok.core.principal import Principal
 from gieok.core.settings import Settings
@@ -74,6 +76,7 @@ class MemoryService:
         row, text = prepare(msg, max_bytes=self.settings.max_content_bytes,
                             redact_secrets=self.settings.redact_secrets, now=now)
         mid, inserted = await self.store.insert_memory(row, text)
+        INGESTED.labels("stored" if inserted else "duplicate").inc()
         if inserted and self._pending_event is not None:
             self._ingested_since_wake += 1
             if self._ingested_since_wake >= self.settings.librarian_wake_pending:
@@ -136,9 +139,11 @@ class MemoryService:
             raise InvalidInput("limit", f"{limit} is outside 1..200")
         rec = recipe if isinstance(recipe, Recipe) else get_recipe(recipe or self.settings.search_recipe)
         now = now or utcnow()
+        t0 = time.perf_counter()
         outcome = await search(self.store, self.embedder, f, query or "", limit=limit, recipe=rec, now=now,
                                fallback_threshold=self.fallback_threshold(),
                                pair_thresholds=self.pair_thresholds())
+        SEARCH_LATENCY.labels(outcome.mode).observe(time.perf_counter() - t0)
         if count_view and outcome.hits:
             await self.store.touch([h.memory.id for h in outcome.hits], now)
         return outcome

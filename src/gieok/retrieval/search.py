@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -10,6 +11,7 @@ from datetime import datetime
 import anyio
 
 from gieok.core.errors import ProviderError
+from gieok.core.metrics import EMBED_LATENCY, record_provider_error
 from gieok.core.models import Hit, Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
@@ -50,13 +52,16 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
 
     async def semantic(emb: Embedder) -> None:
         nonlocal qvec
+        t0 = time.perf_counter()
         try:
             qvec = await emb.embed_query(query)
         except ProviderError as exc:
+            record_provider_error("embedder", exc)
             # A provider outage degrades search to keywords; it never fails it.
             notes.append(f"semantic search unavailable ({exc}); keyword results only")
             log.warning("query embedding failed: %s", exc)
             return
+        EMBED_LATENCY.labels("query").observe(time.perf_counter() - t0)
         vec_hits.extend(await store.vector_search(f, emb.name, qvec, recipe.candidates))
         for since, until in windows[:3]:
             # The named window's best matches join the pool (capped: a query naming many dates stays cheap).

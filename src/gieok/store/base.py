@@ -112,8 +112,19 @@ class Check:
     fix: str = ""
 
 
+@dataclass(slots=True)
+class QueueStatus:
+    """The librarian's queue as operators watch it (metrics, /ready): rows waiting, rows that ran out of
+    retries, and when the oldest waiting row arrived."""
+
+    pending: int
+    failed: int
+    oldest_pending_at: datetime | None
+
+
 class Lifecycle(Protocol):
     url: str
+    SCHEMA_VERSION: int   # the newest migration this code knows; `schema_version()` is what the database has
 
     async def open(self) -> None:
         """Connect and apply pending migrations."""
@@ -219,6 +230,11 @@ class ColdQueue(Protocol):
     # True when `wait_for_pending` is woken by new rows from any process (PostgreSQL LISTEN/NOTIFY); False
     # when it can only wait out its timeout, and the librarian should rather wait for its own wake-up event.
     wakes_on_pending: bool
+
+    async def queue_status(self, *, need_embedding: bool = True) -> QueueStatus:
+        """Pending and failed live rows and the oldest pending row's time (`need_embedding=False`: rows only
+        waiting for a vector do not count, as when no embedder is configured)."""
+        ...
 
     async def count_pending(self, max_attempts: int, *, need_embedding: bool = True) -> int:
         """Rows the librarian could claim now. `need_embedding=False` (no embedder configured) counts only

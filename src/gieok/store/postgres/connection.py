@@ -67,6 +67,8 @@ def redacted(url: str) -> str:
 
 
 class PostgresBase:
+    SCHEMA_VERSION = migrations.MIGRATIONS[-1][0]
+
     def __init__(self, url: str) -> None:
         self.url = url
         self._conninfo, opts = postgres_conninfo(url)

@@ -18,9 +18,10 @@ from psycopg.types.json import Jsonb
 
 from gieok.core.dates import utcnow
 from gieok.core.models import Memory
-from gieok.store.base import ColdResult
+from gieok.store.base import ColdResult, QueueStatus
 from gieok.store.postgres.codec import MEMORY_COLS, SELECT, json_dumps, row_to_memory
 from gieok.store.postgres.connection import NOTIFY_CHANNEL, PostgresBase
+from gieok.store.postgres.health import queue_status
 from gieok.store.postgres.migrations import PENDING_PREDICATE
 
 # Failed rows wait this long before a later cycle tries them again (as in SQLite).
@@ -35,6 +36,10 @@ class ColdQueueMixin(PostgresBase):
         "deleted_at", "m.deleted_at")
     # Implies _PENDING, so the partial index on pending rows serves both.
     _PENDING_TAGS = "(m.tag_status <> 'ok' OR m.profile_status <> 'ok') AND m.deleted_at IS NULL"
+
+    async def queue_status(self, *, need_embedding: bool = True) -> QueueStatus:
+        async with self._conn() as con:
+            return await queue_status(con, need_embedding=need_embedding)
 
     async def count_pending(self, max_attempts: int, *, need_embedding: bool = True) -> int:
         pending = self._PENDING if need_embedding else self._PENDING_TAGS

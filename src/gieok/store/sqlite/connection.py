@@ -35,6 +35,8 @@ class VecCache:
 
 
 class SQLiteBase:
+    SCHEMA_VERSION = migrations.MIGRATIONS[-1][0]
+
     def __init__(self, url: str, busy_timeout_ms: int = 5000) -> None:
         self.url = url
         self.path = sqlite_path(url)

@@ -16,9 +16,10 @@ import numpy as np
 
 from gieok.core.dates import from_iso, iso, utcnow
 from gieok.core.models import Memory
-from gieok.store.base import ColdResult
+from gieok.store.base import ColdResult, QueueStatus
 from gieok.store.sqlite.codec import MAX_GEN, SELECT, row_to_memory
 from gieok.store.sqlite.connection import SQLiteBase
+from gieok.store.sqlite.health import queue_status
 
 # Failed rows wait this long before a later cycle tries them again.
 FAILED_COOLDOWN = timedelta(minutes=10)
@@ -33,6 +34,10 @@ class ColdQueueMixin(SQLiteBase):
     _PENDING = ("((m.tag_status <> 'ok' OR m.profile_status <> 'ok') OR m.embed_status <> 'ok') "
                 "AND m.deleted_at IS NULL")
     _PENDING_TAGS = "(m.tag_status <> 'ok' OR m.profile_status <> 'ok') AND m.deleted_at IS NULL"
+
+    async def queue_status(self, *, need_embedding: bool = True) -> QueueStatus:
+        with self._lock:
+            return queue_status(self.db, need_embedding=need_embedding)
 
     async def count_pending(self, max_attempts: int, *, need_embedding: bool = True) -> int:
         pending = self._PENDING if need_embedding else self._PENDING_TAGS

@@ -20,7 +20,7 @@ async def librarian(view: View) -> Response:
         failed=await browse.list_cold(view.user_id, "failed", 50),
         pending=await browse.list_cold(view.user_id, "pending", 20),
         jobs=await librarian_status(view.svc.store), due=await view.svc.due_reviews(view.user_id, now, 20),
-        processed=getattr(view.svc.processor, "processed", 0),
+        processed=view.svc.processor.processed if view.svc.processor is not None else 0,
         per_minute=view.svc.processor.throughput() * 60 if view.svc.processor is not None else 0.0, now=now)
 
 

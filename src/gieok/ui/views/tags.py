@@ -25,6 +25,6 @@ async def merge(view: View) -> Response:
         raise Refused(f"Merging tags rewrites everyone's memories, so it is for admins; your role is "
                       f"{view.principal.role}.")
     alias, canonical = view.form.get("alias", ""), view.form.get("canonical", "")
-    res = await merge_tags(view.svc, alias, canonical)
+    res = await merge_tags(view.svc.store, alias, canonical)
     await view.audit("tags.merge", detail=f"{res['alias']} → {res['canonical']} ({res['rows_rewritten']} rows)")
     return view.redirect("/ui/tags", "merged")
