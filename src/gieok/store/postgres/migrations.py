@@ -256,6 +256,12 @@ async def m006_team_server(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
 
 
+async def m007_shown_count(db: AsyncConnection[Any]) -> None:
+    # As in SQLite: search appearances get their own counter; until now every view_count was one.
+    await db.execute("ALTER TABLE memory ADD COLUMN shown_count integer NOT NULL DEFAULT 0")
+    await db.execute("UPDATE memory SET shown_count = view_count, view_count = 0 WHERE view_count <> 0")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -265,6 +271,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
+    (7, "shown_count", m007_shown_count),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

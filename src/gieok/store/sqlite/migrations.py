@@ -235,6 +235,13 @@ def m006_team_server(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
 
 
+def m007_shown_count(db: sqlite3.Connection) -> None:
+    # Appearing in search results is counted apart from explicit opens (view_count): ranking weighs a mere
+    # appearance far less, so a memory is not made "used" by being shown.
+    db.execute("ALTER TABLE memory ADD COLUMN shown_count INTEGER NOT NULL DEFAULT 0")
+    db.execute("UPDATE memory SET shown_count = view_count, view_count = 0")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -242,4 +249,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
+    (7, "shown_count", m007_shown_count),
 ]
