@@ -191,6 +191,8 @@ def import_ndjson_cmd(
     """Import a `gieok export --format ndjson` file: every field as exported (vectors are recomputed);
     nothing is stored twice."""
     from gieok.app.runtime import open_service
+    from gieok.capture.importers import wrong_kind_hint
+    from gieok.core.errors import InvalidInput
     from gieok.memory.export import import_ndjson
     s = settings_for(db, user)
 
@@ -202,8 +204,12 @@ def import_ndjson_cmd(
                 with open(path, encoding="utf-8") as fh:
                     return await import_ndjson(svc.store, fh)
             except FileNotFoundError:
-                from gieok.core.errors import InvalidInput
                 raise InvalidInput("path", f"{path} does not exist") from None
+            except InvalidInput as exc:
+                hint = wrong_kind_hint(Path(path), "ndjson")
+                if hint:
+                    raise InvalidInput("path", f"{path} is not a gieok export{hint}") from exc
+                raise
 
     read, inserted = run(go)
     typer.echo(f"read {read}, imported {inserted}, skipped {read - inserted} already present")
