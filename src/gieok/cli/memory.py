@@ -63,6 +63,7 @@ def add(
     importance: Annotated[float, typer.Option(help="0..1")] = 0.8,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Topic tag (repeatable).")] = None,
     title: Annotated[str | None, typer.Option(help="Short title.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     db: DbOpt = None,
     user: UserOpt = None,
 ) -> None:
@@ -82,7 +83,12 @@ def add(
                                                project=ident.project))
             return res.to_dict()
 
-    print_json(run(go))
+    res = run(go)
+    if as_json:
+        print_json(res)
+        return
+    render.console.print(f"remembered {res['id']} (pinned; tags {res['tagged']}, embedding {res['embedded']})")
+    render.print_notes(res.get("notes", []))
 
 
 @app.command()

@@ -34,6 +34,12 @@ def serve(
         # stdio is one local client, the user who started it: single-user, no key (GIEOK_AUTH is for HTTP).
         build_server(s.model_copy(update={"auth": "none"}), run_librarian=not no_librarian and s.librarian).run("stdio")
         return
+    # Before anything says "serving": a taken port would otherwise end in uvicorn's bare Errno 98.
+    from gieok.app.ports import port_holder
+    holder = port_holder(s.host, s.port)
+    if holder is not None:
+        typer.echo(f"error: {holder.describe(s.host, s.port)}", err=True)
+        raise typer.Exit(2)
     try:
         mcp = build_server(s, run_librarian=not no_librarian and s.librarian)
         app_ = build_http_app(mcp, s)
@@ -41,10 +47,21 @@ def serve(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     import uvicorn
-    mode = ",".join(sorted(s.auth_modes)) or "none (loopback only)"
-    typer.echo(f"gieok MCP server: http://{s.host}:{s.port}/mcp  (database {s.resolved_database_url}, "
-               f"auth {mode})", err=True)
+    _banner(s.host, s.port, s.resolved_database_url, ",".join(sorted(s.auth_modes)) or "none (loopback only)")
     uvicorn.run(app_, host=s.host, port=s.port, log_level="warning")
+
+
+def _banner(host: str, port: int, database: str, auth: str) -> None:
+    base = f"http://{host}:{port}"
+    typer.echo("\n".join([
+        "gieok is serving:",
+        f"  MCP (Streamable HTTP)  {base}/mcp",
+        f"  capture                POST {base}/v1/messages   ·   session-start context  GET {base}/v1/context",
+        f"  health                 {base}/health",
+        f"  database               {database}",
+        f"  auth                   {auth}",
+        "Ctrl-C stops it.",
+    ]), err=True)
 
 
 @app.command()
