@@ -407,7 +407,8 @@ def load_chatgpt(path: Path) -> list[dict[str, Any]]:
     if isinstance(data, dict) and isinstance(data.get("conversations"), list):
         data = data["conversations"]
     if not isinstance(data, list):
-        raise InvalidInput("path", f"{path} is not a ChatGPT conversations.json (expected a list)")
+        raise InvalidInput("path", f"{path} is not a ChatGPT conversations.json (expected a list)"
+                                   f"{wrong_kind_hint(path, 'chatgpt')}")
     return [c for c in data if isinstance(c, dict)]
 
 

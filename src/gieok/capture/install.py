@@ -15,6 +15,7 @@ GIEOK_PORT set at install time are written into the entries: the agent's environ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -243,10 +244,8 @@ def uninstall_claude(scope: Scope, *, cwd: Path | None = None, home: Path | None
         _write_or_remove(mcp_path, mdata, mindent)
         rep.changes.append(f"{mcp_path}: removed MCP server {SERVER_NAME!r}")
     if scope == "project":
-        try:
-            settings_path.parent.rmdir()      # `.claude/`, if install made it and nothing else is in it
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):    # `.claude/`, if install made it and nothing else is in it
+            settings_path.parent.rmdir()
     if not rep.changes:
         rep.notes.append("nothing of gieok's was installed there")
     return rep

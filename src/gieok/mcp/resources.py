@@ -16,7 +16,6 @@ from gieok.mcp.caller import caller
 from gieok.mcp.deps import service
 from gieok.memory.service import MemoryService
 
-
 # search_memory's filters, as query parameters (percent-encoded; order free, all optional; tags comma-separated).
 SEARCH_PARAMS = ("query", "p_tag", "date_range", "role", "kind", "tags", "limit", "include_archived", "platform",
                  "model", "subagent_role", "session_id")
