@@ -8,7 +8,6 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from gieok.cli import render
 from gieok.cli.app import DbOpt, UserOpt, app, print_json, run, settings_for
@@ -60,8 +59,7 @@ def list_cmd(
     for m in rows:
         render.print_memory_line(m)
     if len(rows) == limit:
-        again = " ".join(a for a in sys.argv[1:] if a != "--after" and a != after)
-        render.console.print(f"[dim]more: gieok {escape(again)} --after {rows[-1].id}[/]")
+        render.console.print(f"[dim]next page: the same command with --after {rows[-1].id}[/]")
 
 
 @app.command()
