@@ -156,6 +156,7 @@ def test_readme_runs_in_order(tmp_path: Path) -> None:
             if b.lang not in SHELL_LANGS:
                 continue
             if b.skip:
+                assert b.skip != "(no reason given)", f"README.md line {b.line}: say why the block cannot run"
                 skipped += 1
                 continue
             code = b.code.replace(DEFAULT_ADDR, f"127.0.0.1:{port}")
@@ -192,5 +193,6 @@ def test_readme_runs_in_order(tmp_path: Path) -> None:
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(5)
-    # Skips are for what cannot run here; if they grow past a few, the README has stopped being tested.
-    assert ran >= 6 and skipped <= 6, (ran, skipped)
+    # Skips are for what cannot run here; once they outnumber the blocks that run, the README is no longer
+    # what is tested.
+    assert ran >= 6 and skipped < ran, (ran, skipped)
