@@ -150,7 +150,8 @@ async def test_interrupted_copy_resumes_without_duplicates(source: tuple[Store, 
         assert (await pg.stats(None))["total"] == 30
         assert len(await pg.list_feedback(ids[1])) == 3                       # not doubled
         m = await pg.get_memory(ids[1])
-        assert m is not None and m.cite_count == 2 and m.view_count == 0     # counters as in the source
+        # Counters as in the source: two cites and a helpful (which counts as a cite).
+        assert m is not None and m.cite_count == 3 and m.view_count == 0
         assert await snapshot(pg, ids) == await snapshot(src, ids)
     finally:
         await pg.close()

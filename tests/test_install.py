@@ -111,8 +111,28 @@ def test_claude_code_project_scope(tmp_path: Path, env: dict[str, str]) -> None:
     assert server["type"] == "stdio" and Path(server["command"]).is_absolute()
     assert not (tmp_path / ".claude").exists() and not (tmp_path / ".claude.json").exists()
     gieok(env, "uninstall", "claude-code", "--project", cwd=proj)
-    assert json.loads((proj / ".claude" / "settings.json").read_text()) == {}
-    assert json.loads((proj / ".mcp.json").read_text()) == {"mcpServers": {}}
+    # The project had neither file: uninstall leaves nothing behind, not `{}` and `{"mcpServers": {}}`.
+    assert not (proj / ".claude").exists() and not (proj / ".mcp.json").exists()
+
+
+def test_project_scope_goes_to_the_repository_root(tmp_path: Path, env: dict[str, str]) -> None:
+    repo = tmp_path / "shop"
+    sub = repo / "src" / "payments"
+    sub.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": {"command": "docs-mcp"}}}, indent=4))
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "notes.md").write_text("mine")
+    r = gieok(env, "install", "claude-code", "--project", cwd=sub)
+    assert f"repository root {repo}" in r.stderr
+    assert not (sub / ".claude").exists() and not (sub / ".mcp.json").exists()
+    assert "gieok" in json.loads((repo / ".mcp.json").read_text())["mcpServers"]
+    assert "hooks" in json.loads((repo / ".claude" / "settings.json").read_text())
+    gieok(env, "uninstall", "claude-code", "--project", cwd=sub)
+    # What was there before stays; only what install created goes.
+    assert json.loads((repo / ".mcp.json").read_text()) == {"mcpServers": {"docs": {"command": "docs-mcp"}}}
+    assert (repo / ".claude" / "notes.md").read_text() == "mine"
+    assert not (repo / ".claude" / "settings.json").exists()
 
 
 def test_a_foreign_gieok_server_and_bad_json_are_left_alone(tmp_path: Path, env: dict[str, str]) -> None:

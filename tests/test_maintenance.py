@@ -168,9 +168,9 @@ async def test_review_schedule_and_due_reviews_in_context(svc: MemoryService) ->
     m = await get(svc, old_fact)
     assert m.review_interval_days == 6 and m.next_review_at == second + timedelta(days=6)
     assert (await get(svc, new_fact)).review_interval_days == 1  # came due at t0+23h: not yet a day
-    # Reviewed (viewed after it came due): the interval grows by importance and usage.
+    # Reviewed (opened after it came due): the interval grows by importance and usage.
     third_due = second + timedelta(days=6)
-    await svc.store.touch([old_fact], third_due + timedelta(minutes=1))
+    await svc.open(old_fact, "alice", now=third_due + timedelta(minutes=1))
     await run_maintenance(svc, now=third_due + timedelta(minutes=2))
     m = await get(svc, old_fact)
     usage = math.log(2) / (1 + math.log(2))

@@ -90,6 +90,7 @@ async def test_weak_best_cosine_falls_back_to_keywords(e5svc: MemoryService) -> 
     e5svc.settings.search_fallback_threshold = 0.99
     out = await e5svc.search(f, "coffee zebrafish", now=NOW)
     assert out.mode == "fallback"
+    assert out.notes == ["no close match; showing keyword matches"]   # words for people, numbers in parts
     assert [h.memory.content for h in out.hits] == [TEXTS[0]]
     assert all(h.parts["cosine"] == 0 or "keyword match" in h.recall_reason for h in out.hits)
     # A real question about stored memory does not fall back at the default.

@@ -220,7 +220,8 @@ async def test_iter_and_list_order(store: Store) -> None:
     assert [m.id for m in newest] == [ids[4], ids[3]]
     await store.touch([ids[0]], T0)
     m = await store.get_memory(ids[0])
-    assert m is not None and m.view_count == 1
+    # An appearance in results is counted apart from views (explicit opens).
+    assert m is not None and m.shown_count == 1 and m.view_count == 0 and m.last_accessed_at == T0
 
 
 async def test_update_refuses_identity_columns(store: Store) -> None:

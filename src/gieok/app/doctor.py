@@ -33,7 +33,11 @@ async def run_checks(s: Settings, echo: Callable[[str], object]) -> bool:
             report(check.ok, check.what, check.fix)
         await check_auth(s, store, report, echo)
         st = await store.stats(None)
-        report(True, f"{st['total']} memories, {st['pending']} pending, {st['failed']} failed")
+        # Say whose memories these are: `gieok stats` counts one user, this counts the whole database.
+        users = await store.list_user_ids()
+        mine = (await store.stats(s.user_id))["total"] if s.user_id in users else 0
+        report(True, f"{st['total']} memories of {len(users)} user(s) in the database ({s.user_id}: {mine}); "
+                     f"{st['pending']} pending, {st['failed']} failed")
         echo(f"       librarian: {st.get('processed_last_hour', 0)} rows processed in the last hour")
         if st.get("last_error"):
             echo(f"       last librarian error: {st['last_error']}")

@@ -15,8 +15,9 @@ The metric is the one in `../shared/eval/README.md`, exactly:
 Speakers: both LoCoMo speakers are people talking to each other, neither is an assistant, so every turn is
 ingested with role "user" and the speaker's name as the message title (the author of the message), which is
 what a chat importer does with a named participant. The dia_id is kept in `meta` only to score.
-Searches do not count as views (`count_view=False`): each question is asked against the same memory, so one
-question's results cannot change the usage signal of the next.
+Searches do not count (`count_view=False`): each question is asked against the same memory, so one question's
+results cannot change the usage signal of the next. `count_views=True` counts them as a live server does
+(each search's results are "shown"), to measure what that usage signal does to recall.
 """
 
 from __future__ import annotations
@@ -175,7 +176,8 @@ def score_dict(sc: Score, *, questions_skipped: int = 0, wall_s: float = 0.0, re
 
 async def run_conversation(conv: Conversation, score: Score, *, recipe: str, workdir: Path,
                            wrap_embedder: Callable[[Embedder], Embedder] | None = None,
-                           also: Iterable[tuple[Conversation, Score]] = ()) -> None:
+                           also: Iterable[tuple[Conversation, Score]] = (),
+                           count_views: bool = False) -> None:
     """Ingest `conv`, let the librarian finish, ask its questions into `score`; `also`: further question sets
     over the same turns (a variant with the questions in another language), each into its own score."""
     from gieok.app.runtime import open_runtime
@@ -201,13 +203,13 @@ async def run_conversation(conv: Conversation, score: Score, *, recipe: str, wor
         for c, sc in ((conv, score), *also):
             kmax = max(sc.ks)
             for q in c.questions:
-                out = await svc.search(f, q.question, limit=kmax, recipe=recipe, now=c.now, count_view=False)
+                out = await svc.search(f, q.question, limit=kmax, recipe=recipe, now=c.now, count_view=count_views)
                 sc.add(q, [holds.get(h.memory.id, set()) for h in out.hits])
 
 
 async def run_locomo(data: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: str = "hybrid",
                      wrap_embedder: Callable[[Embedder], Embedder] | None = None,
-                     echo: Callable[[str], Any] | None = None) -> dict[str, Any]:
+                     echo: Callable[[str], Any] | None = None, count_views: bool = False) -> dict[str, Any]:
     files = sorted(data.glob("*.json")) if data.is_dir() else [data]
     if not files:
         raise FileNotFoundError(f"no *.json conversation files in {data}")
@@ -219,7 +221,8 @@ async def run_locomo(data: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: s
             conv = load_conversation(path)
             skipped += conv.skipped
             t1 = time.perf_counter()
-            await run_conversation(conv, score, recipe=recipe, workdir=Path(tmp), wrap_embedder=wrap_embedder)
+            await run_conversation(conv, score, recipe=recipe, workdir=Path(tmp), wrap_embedder=wrap_embedder,
+                                   count_views=count_views)
             if echo:
                 echo(f"{path.name}: {len(conv.turns)} turns, {len(conv.questions)} questions "
                      f"({time.perf_counter() - t1:.0f} s)")

@@ -354,17 +354,61 @@ def chatgpt_messages(conv: dict[str, Any], user_id: str, *, all_branches: bool =
     yield from out
 
 
+KIND_HINTS = {
+    "ndjson": "it looks like a gieok export: import it with `gieok import ndjson {path}`",
+    "claude-code": "it looks like a Claude Code transcript: import it with `gieok import claude-code {path}`",
+    "chatgpt": "it looks like a ChatGPT export: import it with `gieok import chatgpt {path}`",
+}
+
+
+def guess_kind(path: Path) -> str | None:
+    """Which importer a file is for, from its first JSON value: a gieok export (ndjson rows with id, user_id and
+    content), a Claude Code transcript (lines with a type and a sessionId or message), a ChatGPT export (a list
+    of conversations with a mapping). None when it is none of these. Used only to say what to run instead."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return None
+    text = head.decode("utf-8", errors="replace").lstrip()
+    if text.startswith("["):
+        return "chatgpt" if '"mapping"' in text else None
+    first = text.split("\n", 1)[0]
+    try:
+        entry = json.loads(first)
+    except ValueError:
+        return None
+    if not isinstance(entry, dict):
+        return None
+    if {"id", "user_id", "content"} <= set(entry):
+        return "ndjson"
+    if entry.get("type") in ("user", "assistant", "summary", "system") and \
+            ({"sessionId", "message", "leafUuid"} & set(entry)):
+        return "claude-code"
+    if "conversations" in entry or "mapping" in entry:
+        return "chatgpt"
+    return None
+
+
+def wrong_kind_hint(path: Path, expected: str) -> str:
+    """' (…; it looks like X: import it with …)' when `path` is for another importer, else ''."""
+    kind = guess_kind(path) if path.is_file() else None
+    return f"; {KIND_HINTS[kind].format(path=path)}" if kind and kind != expected else ""
+
+
 def load_chatgpt(path: Path) -> list[dict[str, Any]]:
     from gieok.core.errors import InvalidInput
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InvalidInput("path", f"cannot read {path} as a ChatGPT export ({exc}); pass the "
-                                   "conversations.json from the export zip") from None
+                                   "conversations.json from the export zip"
+                                   f"{wrong_kind_hint(path, 'chatgpt')}") from None
     if isinstance(data, dict) and isinstance(data.get("conversations"), list):
         data = data["conversations"]
     if not isinstance(data, list):
-        raise InvalidInput("path", f"{path} is not a ChatGPT conversations.json (expected a list)")
+        raise InvalidInput("path", f"{path} is not a ChatGPT conversations.json (expected a list)"
+                                   f"{wrong_kind_hint(path, 'chatgpt')}")
     return [c for c in data if isinstance(c, dict)]
 
 

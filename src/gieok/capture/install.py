@@ -15,6 +15,7 @@ GIEOK_PORT set at install time are written into the entries: the agent's environ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -121,11 +122,26 @@ def _write_json(path: Path, data: dict[str, Any], indent: int | str) -> None:
     write_atomic(path, json.dumps(data, indent=indent, ensure_ascii=False) + "\n")
 
 
+def _write_or_remove(path: Path, data: dict[str, Any], indent: int | str) -> None:
+    """After taking ours out: a file left holding nothing (`{}`) was only there for us, so it goes."""
+    if data:
+        _write_json(path, data, indent)
+    else:
+        path.unlink(missing_ok=True)
+
+
 # --- Claude Code -------------------------------------------------------------------------------------------
+def project_root(cwd: Path) -> Path:
+    """The root of the git repository `cwd` is in (where Claude Code looks for `.claude/` and `.mcp.json`),
+    or `cwd` itself outside a repository. A worktree's root is the worktree (`.git` is a file there)."""
+    here = cwd.resolve()
+    return next((d for d in [here, *here.parents] if (d / ".git").exists()), here)
+
+
 def claude_paths(scope: Scope, *, cwd: Path | None = None, home: Path | None = None) -> tuple[Path, Path]:
     """(settings.json, the file holding mcpServers) for a scope."""
     if scope == "project":
-        base = cwd or Path.cwd()
+        base = project_root(cwd or Path.cwd())
         return base / ".claude" / "settings.json", base / ".mcp.json"
     h = home or Path.home()
     return h / ".claude" / "settings.json", h / ".claude.json"
@@ -184,6 +200,10 @@ def install_claude(scope: Scope, *, cwd: Path | None = None, home: Path | None =
         rep.changes.append(f"{mcp_path}: {'updated' if current else 'added'} MCP server {SERVER_NAME!r} "
                            f"({shlex.join([entry['command'], *entry['args']])})")
     if scope == "project" and rep.changes:
+        here = (cwd or Path.cwd()).resolve()
+        if settings_path.parent.parent != here:
+            rep.notes.append(f"installed at the repository root {settings_path.parent.parent}, where Claude Code "
+                             f"reads project settings (you ran it in {here})")
         rep.notes.append("Claude Code asks once before it starts a project's MCP servers: approve 'gieok'.")
     if not rep.changes and rep.ok:
         rep.notes.append("already installed; nothing changed")
@@ -213,14 +233,19 @@ def uninstall_claude(scope: Scope, *, cwd: Path | None = None, home: Path | None
         if not hooks:
             del data["hooks"]
     if removed:
-        _write_json(settings_path, data, indent)
+        _write_or_remove(settings_path, data, indent)
         rep.changes.append(f"{settings_path}: removed gieok hooks from {', '.join(dict.fromkeys(removed))}")
     mdata, mindent = _read_json(mcp_path)
     servers = mdata.get("mcpServers")
     if isinstance(servers, dict) and _is_our_server(servers.get(SERVER_NAME)):
         del servers[SERVER_NAME]
-        _write_json(mcp_path, mdata, mindent)
+        if not servers:
+            del mdata["mcpServers"]
+        _write_or_remove(mcp_path, mdata, mindent)
         rep.changes.append(f"{mcp_path}: removed MCP server {SERVER_NAME!r}")
+    if scope == "project":
+        with contextlib.suppress(OSError):    # `.claude/`, if install made it and nothing else is in it
+            settings_path.parent.rmdir()
     if not rep.changes:
         rep.notes.append("nothing of gieok's was installed there")
     return rep

@@ -97,8 +97,18 @@ def import_claude_code(
 ) -> None:
     """Import Claude Code transcripts with their original times, roles, models, sessions and subagents."""
     from gieok.capture.hooks import project_hint
-    from gieok.capture.importers import claude_code_files, claude_code_messages
+    from gieok.capture.importers import claude_code_files, claude_code_messages, guess_kind, wrong_kind_hint
     files = claude_code_files(_existing(path))
+    if not files:
+        typer.echo(f"error: path: no Claude Code transcripts (*.jsonl) under {path}; Claude Code keeps them in "
+                   "~/.claude/projects", err=True)
+        raise typer.Exit(2)
+    if not any(guess_kind(f) == "claude-code" for f in files[:50]):
+        # Storing nothing and saying "read 0" would look like success.
+        typer.echo(f"error: path: {files[0] if len(files) == 1 else path} holds no Claude Code transcript "
+                   "(expected .jsonl lines with a \"type\" and a \"message\")"
+                   f"{wrong_kind_hint(files[0], 'claude-code')}", err=True)
+        raise typer.Exit(2)
     sessions: dict[str, Any] = {}
     projects: dict[str, str] = {}
 

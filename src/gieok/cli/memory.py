@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gieok.cli import render
 from gieok.cli.app import DbOpt, UserOpt, app, bench_app, import_app, print_json, run, settings_for
 
 
@@ -62,6 +63,7 @@ def add(
     importance: Annotated[float, typer.Option(help="0..1")] = 0.8,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Topic tag (repeatable).")] = None,
     title: Annotated[str | None, typer.Option(help="Short title.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     db: DbOpt = None,
     user: UserOpt = None,
 ) -> None:
@@ -81,7 +83,12 @@ def add(
                                                project=ident.project))
             return res.to_dict()
 
-    print_json(run(go))
+    res = run(go)
+    if as_json:
+        print_json(res)
+        return
+    render.console.print(f"remembered {res['id']} (pinned; tags {res['tagged']}, embedding {res['embedded']})")
+    render.print_notes(res.get("notes", []))
 
 
 @app.command()
@@ -116,15 +123,15 @@ def search(
     if as_json:
         print_json({"mode": out.mode, "notes": out.notes, "results": [h.to_dict() for h in out.hits]})
         return
-    for note in out.notes:
-        typer.echo(f"# {note}", err=True)
-    if not out.hits:
-        typer.echo("no memories found", err=True)
-    for h in out.hits:
-        m = h.memory
-        when = m.created_at.strftime("%Y-%m-%d %H:%M") if m.created_at else ""
-        body = " ".join(m.content.split())
-        typer.echo(f"{h.score:.3f}  {when}  {m.role:<9} {m.id}\n       {body[:200]}")
+    n = len(out.hits)
+    what = f"for {query!r} ({_MODES.get(out.mode, out.mode)})" if query else "newest first"
+    render.header(f"{n} {'memory' if n == 1 else 'memories'} of user {s.user_id} {what}")
+    render.print_notes(out.notes)
+    render.print_hits(out.hits, show_score=bool(query))
+
+
+_MODES = {"hybrid": "meaning and keywords", "vector": "meaning", "keyword": "keywords",
+          "fallback": "keywords: nothing close in meaning", "recent": "newest"}
 
 
 @app.command()
@@ -162,7 +169,9 @@ def export(
     db: DbOpt = None,
     user: UserOpt = None,
 ) -> None:
-    """Export memories (ndjson keeps everything and round-trips through `gieok import ndjson`)."""
+    """Export memories to read or move elsewhere: ndjson (every field of every memory, for `gieok import
+    ndjson`), markdown or csv. Not a backup: profiles, forgotten rows and vectors stay behind; for a full,
+    verified copy use `gieok copy --to sqlite:///backup.db`."""
     from gieok.app.runtime import open_service
     from gieok.memory.export import export_text
     s = settings_for(db, user)
@@ -185,8 +194,11 @@ def import_ndjson_cmd(
     db: DbOpt = None,
     user: UserOpt = None,
 ) -> None:
-    """Import a gieok ndjson export; nothing is lost and nothing is stored twice."""
+    """Import a `gieok export --format ndjson` file: every field as exported (vectors are recomputed);
+    nothing is stored twice."""
     from gieok.app.runtime import open_service
+    from gieok.capture.importers import wrong_kind_hint
+    from gieok.core.errors import InvalidInput
     from gieok.memory.export import import_ndjson
     s = settings_for(db, user)
 
@@ -198,8 +210,12 @@ def import_ndjson_cmd(
                 with open(path, encoding="utf-8") as fh:
                     return await import_ndjson(svc.store, fh)
             except FileNotFoundError:
-                from gieok.core.errors import InvalidInput
                 raise InvalidInput("path", f"{path} does not exist") from None
+            except InvalidInput as exc:
+                hint = wrong_kind_hint(Path(path), "ndjson")
+                if hint:
+                    raise InvalidInput("path", f"{path} is not a gieok export{hint}") from exc
+                raise
 
     read, inserted = run(go)
     typer.echo(f"read {read}, imported {inserted}, skipped {read - inserted} already present")
@@ -208,12 +224,12 @@ def import_ndjson_cmd(
 @app.command()
 def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    all_users: Annotated[bool, typer.Option("--all-users", help="Every user.")] = False,
+    all_users: Annotated[bool, typer.Option("--all-users", help="Count every user's memories.")] = False,
     db: DbOpt = None,
     user: UserOpt = None,
 ) -> None:
-    """Counts: memories, archived, pinned; the librarian's pending and failed rows (with the last error),
-    rows processed in the last hour, and its periodic jobs."""
+    """Counts of one user's memories (GIEOK_USER_ID or --user; --all-users for everyone), the librarian's
+    pending and failed rows with the last error, and its periodic jobs."""
     from gieok.app.runtime import open_service
     from gieok.librarian.worker import librarian_status
     s = settings_for(db, user)
@@ -221,6 +237,11 @@ def stats(
     async def go() -> dict[str, Any]:
         async with open_service(s, with_embedder=False) as svc:
             data = await svc.store.stats(None if all_users else s.user_id)
+            users = await svc.store.list_user_ids()
+            data["user"] = None if all_users else s.user_id
+            data["users_in_database"] = len(users)
+            if not all_users:
+                data["all_users_total"] = (await svc.store.stats(None))["total"]
             data["librarian_jobs"] = await librarian_status(svc.store)
             return data
 
@@ -228,8 +249,43 @@ def stats(
     if as_json:
         print_json(data)
         return
-    for k, v in data.items():
-        typer.echo(f"{k:>20}: {json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, dict) else v}")
+    print_stats(data, s.resolved_database_url)
+
+
+def print_stats(d: dict[str, Any], url: str) -> None:
+    from gieok.cli.render import console, kv_table, rows_table
+    who = f"user {d['user']}" if d["user"] else f"all {d['users_in_database']} users"
+    console.print(f"[bold]{who}[/] in {url}")
+    if d["user"]:
+        others = d["all_users_total"] - d["total"]
+        console.print(f"[dim]the database holds {d['all_users_total']} memories of {d['users_in_database']} "
+                      f"user(s); {others} belong to others (--all-users counts them)[/]")
+    console.print(kv_table([
+        ("memories", d["total"]), ("active", d["active"]), ("archived", d["archived"]),
+        ("forgotten", d["deleted"]), ("pinned", d["pinned"]),
+        ("oldest", str(d["oldest"] or "-")[:16]), ("newest", str(d["newest"] or "-")[:16]),
+    ], title="Memories"))
+    err = d.get("last_error")
+    console.print(kv_table([
+        ("pending", d["pending"]), ("failed", d["failed"]), ("done in the last hour", d["processed_last_hour"]),
+        ("last error", f"{err['error']} (memory {err['id']}, {str(err['at'])[:16]})" if err else None),
+    ], title="Librarian"))
+    if d["by_platform"]:
+        console.print(rows_table(("platform", "memories"), sorted(d["by_platform"].items(), key=lambda kv: -kv[1]),
+                                 title="By agent platform"))
+    if d["by_embedding_model"]:
+        console.print(rows_table(("embedding model", "memories"), d["by_embedding_model"].items(),
+                                 title="By embedding model"))
+    jobs = d.get("librarian_jobs") or {}
+    if jobs:
+        console.print(rows_table(
+            ("job", "last finished", "running on", "last result"),
+            [(name, str(j["last_finished_at"] or "never")[:19], j["running_on"],
+              ", ".join(f"{k} {v}" for k, v in j["last_result"].items()))
+             for name, j in jobs.items()], title="Periodic jobs"))
+    else:
+        console.print("[dim]periodic jobs (maintenance, consolidation): never run yet; they run in `gieok serve` "
+                      "and `gieok worker`, or now with `gieok maintain`[/]")
 
 
 @bench_app.command("ingest")

@@ -27,6 +27,8 @@ def bench_locomo(
     data: Annotated[Path, typer.Option(help="Folder of LoCoMo conversation files (*.json), or one file.")],
     k: Annotated[str, typer.Option(help="Comma-separated cut-offs for recall@k and hit@k.")] = "5,10,20",
     recipe: Annotated[str, typer.Option(help="Search recipe to evaluate: hybrid, vector or keyword.")] = "hybrid",
+    count_views: Annotated[bool, typer.Option("--count-views", help="Count each search's results as shown, as "
+                                              "a live server does, so usage shapes later questions.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
     compare: Annotated[Path | None, typer.Option(
         help="A second variant of the same conversations (folder, or one file), paired by file name: both are "
@@ -56,7 +58,7 @@ def bench_locomo(
             for line in format_compare(cmp, ks):
                 typer.echo(line)
         return
-    res = asyncio.run(run_locomo(data, ks=ks, recipe=recipe,
+    res = asyncio.run(run_locomo(data, ks=ks, recipe=recipe, count_views=count_views,
                                  echo=None if as_json else lambda s: typer.echo(s, err=True)))
     if as_json:
         typer.echo(json.dumps(res, ensure_ascii=False))

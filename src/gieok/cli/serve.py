@@ -34,18 +34,35 @@ def serve(
         # stdio is one local client, the user who started it: single-user, no key (GIEOK_AUTH is for HTTP).
         build_server(s.model_copy(update={"auth": "none"}), run_librarian=not no_librarian and s.librarian).run("stdio")
         return
+    # Before anything says "serving": a taken port would otherwise end in uvicorn's bare Errno 98.
+    from gieok.app.ports import port_holder
+    holder = port_holder(s.host, s.port)
+    if holder is not None:
+        typer.echo(f"error: {holder.describe(s.host, s.port)}", err=True)
+        raise typer.Exit(2)
     try:
         mcp = build_server(s, run_librarian=not no_librarian and s.librarian)
         app_ = build_http_app(mcp, s)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    mode = ",".join(sorted(s.auth_modes)) or "none (loopback only)"
-    typer.echo(f"gieok MCP server: http://{s.host}:{s.port}/mcp  (database {redacted_url(s.resolved_database_url)}, "
-               f"auth {mode})", err=True)
-    if s.ui:
-        typer.echo(f"memory dashboard: http://{s.host}:{s.port}/ui/", err=True)
+    _banner(s.host, s.port, redacted_url(s.resolved_database_url),
+            ",".join(sorted(s.auth_modes)) or "none (loopback only)", ui=s.ui)
     run_http(app_, s)
+
+
+def _banner(host: str, port: int, database: str, auth: str, *, ui: bool = False) -> None:
+    base = f"http://{host}:{port}"
+    typer.echo("\n".join([
+        "gieok is serving:",
+        f"  MCP (Streamable HTTP)  {base}/mcp",
+        f"  capture                POST {base}/v1/messages   ·   session-start context  GET {base}/v1/context",
+        f"  health                 {base}/health",
+        *([f"  memory dashboard       {base}/ui/"] if ui else []),
+        f"  database               {database}",
+        f"  auth                   {auth}",
+        "Ctrl-C stops it.",
+    ]), err=True)
 
 
 @app.command()

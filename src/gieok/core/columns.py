@@ -65,6 +65,7 @@ MEMORY_COLUMNS: tuple[Column, ...] = (
     _c("view_count", "int", "u"),
     _c("cite_count", "int", "u"),
     _c("edit_count", "int", "u"),
+    _c("shown_count", "int", "u"),       # appearances in search results; a view is an explicit open
     _c("last_accessed_at", "time", "u"),
     _c("next_review_at", "time", "u"),
     _c("review_interval_days", "float", "u"),

@@ -47,6 +47,38 @@ def parse_time(value: str | datetime, field: str = "created_at") -> datetime:
     return dt.astimezone(UTC)
 
 
+# How far ahead of this clock a given time may be: clocks of the machines agents run on drift a little, and a
+# message cannot have been written later than that. A time beyond it (a typo, 2099, a wrong time zone) would
+# sit at the top of "recent" for ever.
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+
+
+def not_in_future(dt: datetime, field: str = "created_at", now: datetime | None = None) -> datetime:
+    """`dt`, unless it is more than MAX_CLOCK_SKEW ahead of `now`: then an error naming the field."""
+    now = now or utcnow()
+    if dt - now > MAX_CLOCK_SKEW:
+        raise InvalidInput(field, f"{dt.isoformat()} is in the future (this clock says "
+                                  f"{now.isoformat(timespec='seconds')}); send the time the message was written, "
+                                  "with its time zone, or leave it out")
+    return dt
+
+
+def describe_window(since: datetime | None, until: datetime | None) -> str:
+    """A window as people say it: 'between 2026-11-01 and 2026-11-30', 'since 2026-11-01 09:30' (UTC)."""
+    def day(dt: datetime) -> str:
+        if dt.time() == time.min:
+            return dt.date().isoformat()
+        return dt.strftime("%Y-%m-%d %H:%M")
+    if since and until:
+        end = until - timedelta(days=1) if until.time() == time.min and since.time() == time.min else until
+        return f"on {day(since)}" if end == since else f"between {day(since)} and {day(end)} (UTC)"
+    if since:
+        return f"since {day(since)} (UTC)"
+    if until:
+        return f"before {day(until)} (UTC)"
+    return "at any time"
+
+
 def _day_start(d: date) -> datetime:
     return datetime.combine(d, time.min, tzinfo=UTC)
 
@@ -87,7 +119,18 @@ def parse_date_range(text: str, now: datetime | None = None) -> tuple[datetime |
         if len(parts) == 2:
             since = _as_start(parts[0]) if parts[0] else None
             until = _as_end(parts[1]) if parts[1] else None
-            return since, until
+    except InvalidInput:
+        raise InvalidInput("date_range", f"cannot read {text!r}: {FORMAT_HELP}") from None
+    if len(parts) == 2:
+        if since is not None and until is not None and since >= until:
+            # Silently returning nothing would read as "nothing happened then".
+            if since > until:
+                raise InvalidInput("date_range", f"{text!r} ends before it starts; did you mean "
+                                                 f"{parts[1]}..{parts[0]}?")
+            raise InvalidInput("date_range", f"{text!r} is an empty window: its start and end are the same "
+                                             "instant; give a day (2026-11-01) or a range that ends later")
+        return since, until
+    try:
         start = _as_start(parts[0])
         if re.match(r"^\d{4}-\d{2}-\d{2}$", parts[0]):
             return start, start + timedelta(days=1)

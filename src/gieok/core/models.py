@@ -72,6 +72,7 @@ class Memory:
     view_count: int = 0
     cite_count: int = 0
     edit_count: int = 0
+    shown_count: int = 0           # appearances in search results (a view is an explicit open)
     last_accessed_at: datetime | None = None
     next_review_at: datetime | None = None
     review_interval_days: float = 0.0

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from gieok.core.columns import GIVEN_COLUMNS
-from gieok.core.dates import parse_time, utcnow
+from gieok.core.dates import not_in_future, parse_time, utcnow
 from gieok.core.errors import InvalidInput
 from gieok.core.ids import is_uuid, uuid7
 from gieok.core.models import KINDS, PRIVACY, ROLES, SOURCES, Identity, Memory
@@ -103,7 +103,8 @@ def prepare(msg: MessageIn, *, max_bytes: int, redact_secrets: bool = True,
     if msg.id is not None and not is_uuid(msg.id.lower()):
         raise InvalidInput("id", f"{msg.id!r} is not a UUID")
     now = now or utcnow()
-    created = parse_time(msg.created_at, "created_at") if msg.created_at not in (None, "") else now
+    created = not_in_future(parse_time(msg.created_at, "created_at"), "created_at", now) \
+        if msg.created_at not in (None, "") else now
     title = msg.title or ""
     meta = dict(msg.meta)
     if redact_secrets:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from gieok.core.dates import parse_date_range, parse_time, utcnow
+from gieok.core.dates import describe_window, parse_date_range, parse_time, utcnow
 from gieok.core.errors import Forbidden, InvalidInput, NotFound
 from gieok.core.metrics import INGESTED, SEARCH_LATENCY
 from gieok.core.models import FEEDBACK_EVENTS, KINDS, PRIVACY, RELATIONS, ROLES, Hit, Identity, Memory, SearchFilters
@@ -40,6 +40,14 @@ class KnowledgeResult:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "stored": self.stored, "tagged": self.tagged, "embedded": self.embedded,
                 **({"notes": self.notes} if self.notes else {})}
+
+
+def empty_window_note(f: SearchFilters, now: datetime) -> str:
+    """Why a date-filtered search came back empty, so "nothing" is not read as "nothing happened then"."""
+    where = describe_window(f.since, f.until)
+    if f.since is not None and f.since > now:
+        return f"nothing can match {where}: that window is in the future"
+    return f"nothing stored {where} matches; widen date_range or drop it"
 
 
 class MemoryService:
@@ -146,6 +154,8 @@ class MemoryService:
         SEARCH_LATENCY.labels(outcome.mode).observe(time.perf_counter() - t0)
         if count_view and outcome.hits:
             await self.store.touch([h.memory.id for h in outcome.hits], now)
+        if not outcome.hits and (f.since or f.until):
+            outcome.notes.append(empty_window_note(f, now))
         return outcome
 
     def pair_thresholds(self) -> dict[tuple[str, str], float]:
@@ -159,18 +169,20 @@ class MemoryService:
             return self.settings.search_fallback_threshold
         return model_fallback_threshold(self.embedder.name) if self.embedder is not None else 0.0
 
-    async def get(self, memory_id: str, user_id: str, *, viewer: Principal | None = None) -> Memory:
+    async def get(self, memory_id: str, user_id: str, *, viewer: Principal | None = None,
+                  include_deleted: bool = False) -> Memory:
         """A memory the caller may see (its own, its teams', or public); the scope is part of the query, so
         a memory of someone else that is not shared is simply not found."""
         v = viewer or Principal(user_id)
-        m = await self.store.get_memory(memory_id, viewer=v)
+        m = await self.store.get_memory(memory_id, viewer=v, include_deleted=include_deleted)
         if m is None:
             raise NotFound(f"no memory {memory_id!r} for user {v.user_id!r}")
         return m
 
-    async def own(self, memory_id: str, user_id: str, *, viewer: Principal | None = None) -> Memory:
+    async def own(self, memory_id: str, user_id: str, *, viewer: Principal | None = None,
+                  include_deleted: bool = False) -> Memory:
         """A memory the caller may change: visible, and its own (sharing never hands over ownership)."""
-        m = await self.get(memory_id, user_id, viewer=viewer)
+        m = await self.get(memory_id, user_id, viewer=viewer, include_deleted=include_deleted)
         if m.user_id != (viewer.user_id if viewer else user_id):
             raise Forbidden(f"memory {memory_id} belongs to another user and is shared with you read-only; only "
                             "its owner can change it")
@@ -190,6 +202,24 @@ class MemoryService:
             raise Forbidden(f"team: {viewer.user_id!r} is not a member of team {t!r} (an admin adds members with "
                             f"`gieok teams add {t} --user {viewer.user_id}`)")
         return p, t
+
+    async def open(self, memory_id: str, user_id: str, *, now: datetime | None = None,
+                   viewer: Principal | None = None) -> Memory:
+        """Someone asked for this memory by id (`gieok show`, the `memory://` resource): that is a view. A mere
+        appearance in search results is counted apart and weighs far less (`ranking.raw_usage`)."""
+        m = await self.get(memory_id, user_id, viewer=viewer)
+        m.view_count += 1
+        m.last_accessed_at = now or utcnow()
+        # updated_at stays: reading a memory does not change it.
+        await self.store.update_memory(memory_id, {"view_count": m.view_count, "last_accessed_at": m.last_accessed_at,
+                                                   "updated_at": m.updated_at})
+        return m
+
+    async def newest(self, f: SearchFilters, *, limit: int = 20, after_id: str | None = None) -> list[Memory]:
+        """Newest first; `after_id` (the last id of the previous page) gives the next page."""
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit", f"{limit} is outside 1..1000")
+        return await self.store.list_memories(f, limit=limit, after_id=after_id)
 
     # --- changing --------------------------------------------------------------------------------------
     async def update(self, memory_id: str, user_id: str, *, content: str | None = None,
@@ -244,8 +274,9 @@ class MemoryService:
 
     async def forget(self, memory_id: str, user_id: str, *, hard: bool = False,
                      viewer: Principal | None = None) -> dict[str, Any]:
-        """Soft: hidden from search and context, kept for audit/undo. Hard: erased everywhere."""
-        await self.own(memory_id, user_id, viewer=viewer)
+        """Soft: hidden from search and context, kept for audit/undo. Hard: erased everywhere (a memory
+        forgotten softly before can still be erased)."""
+        await self.own(memory_id, user_id, viewer=viewer, include_deleted=hard)
         await forget_row(self.store, memory_id, user_id, hard=hard, processor=self.processor)
         return {"id": memory_id, "forgotten": "hard" if hard else "soft"}
 

@@ -143,8 +143,24 @@ def importance(m: Memory) -> float:
     return min(1.0, max(0.0, m.importance + (0.20 if m.is_pinned else 0.0) + TYPE_BOOST.get(m.kind, 0.0)))
 
 
+# A memory shown in results has not been used: agents skim past most of what a search returns. Counting each
+# appearance as a view made whatever was shown often (a pinned memory above all) look the most used, and so
+# shown more: usage fed itself. An appearance weighs a twentieth of an explicit open.
+W_SHOWN = 0.05
+
+
 def raw_usage(m: Memory) -> float:
-    return math.log1p(m.view_count) + 2 * math.log1p(m.cite_count) + 0.5 * math.log1p(m.edit_count)
+    """§6's usage from explicit opens, cites (and helpful feedback) and edits, plus a little for appearances."""
+    return (math.log1p(m.view_count) + 2 * math.log1p(m.cite_count) + 0.5 * math.log1p(m.edit_count)
+            + W_SHOWN * math.log1p(m.shown_count))
+
+
+def usage_level(m: Memory) -> float:
+    """Usage on a fixed 0..1 scale, u/(1+u): batch min-max (§6 as written) gave whichever candidate was used
+    most a full 1.0, however little that was; one explicit open is 0.41, one cite 0.58, a thousand
+    appearances 0.26."""
+    u = raw_usage(m)
+    return u / (1.0 + u)
 
 
 def tag_jaccard(query_tokens: set[str], m: Memory) -> float:
@@ -160,8 +176,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     cosine to what is already picked."""
     if not cands:
         return []
-    usages = [raw_usage(c.memory) for c in cands]
-    lo, hi = min(usages), max(usages)
+    usages = [usage_level(c.memory) for c in cands]
     q_lower = query_text.lower().strip()
     # A row with no vector of this model yet (the librarian has not embedded it, or it holds another model's
     # vector until the re-embed) has no cosine to add: scored 0 for it, a row containing every query word
@@ -189,7 +204,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         m = c.memory
         rec = recency(m, now, recipe)
         imp = importance(m)
-        use = (u - lo) / (hi - lo) if hi > lo else 0.0
+        use = u
         # Recency, importance and usage count in proportion to how relevant a row is next to the best one:
         # added flat (§6 as written), a pinned or often-shown memory outranked the one the query was about
         # (a pinned coffee preference above "we deploy billing on Tuesdays" for "when do we deploy billing?").

@@ -130,8 +130,8 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
         # The seed's rule: a weak best cosine means the semantic search failed; keyword and substring
         # matches answer instead (with no keep threshold: a literal match is worth showing).
         if qvec is not None:
-            notes.append(f"best cosine {best_cos if best_cos is not None else 0:.2f} < threshold "
-                         f"{fallback_threshold:.2f}: keyword fallback")
+            # For the person or agent reading it; the numbers are in each result's score parts and `mode`.
+            notes.append("no close match; showing keyword matches")
             mode = "fallback"
         cands = {k: c for k, c in cands.items() if c.bm25}
         for m in await store.substring_search(f, query, recipe.candidates):

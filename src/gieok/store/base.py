@@ -195,7 +195,8 @@ class MemoryRows(Protocol):
         ...
 
     async def touch(self, ids: list[str], at: datetime) -> None:
-        """Count a view (view_count, last_accessed_at) for rows returned to an agent."""
+        """Count an appearance in search results (shown_count, last_accessed_at) for rows returned to an
+        agent. Explicit opens, cites and edits have their own counters."""
         ...
 
     async def list_user_ids(self) -> list[str]:

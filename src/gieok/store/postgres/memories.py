@@ -154,7 +154,7 @@ class MemoryRowsMixin(PostgresBase):
         if not ids:
             return
         async with self._conn() as con:
-            await con.execute("UPDATE memory SET view_count = view_count + 1, last_accessed_at = %s "
+            await con.execute("UPDATE memory SET shown_count = shown_count + 1, last_accessed_at = %s "
                               "WHERE id = ANY(%s)", (at, list(ids)))
 
     async def list_user_ids(self) -> list[str]:

@@ -280,6 +280,12 @@ async def m008_browse_indexes(db: AsyncConnection[Any]) -> None:
         await db.execute(ddl)
 
 
+async def m009_shown_count(db: AsyncConnection[Any]) -> None:
+    # As in SQLite: search appearances get their own counter; until now every view_count was one.
+    await db.execute("ALTER TABLE memory ADD COLUMN shown_count integer NOT NULL DEFAULT 0")
+    await db.execute("UPDATE memory SET shown_count = view_count, view_count = 0 WHERE view_count <> 0")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -291,6 +297,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (6, "team_server", m006_team_server),
     (7, "profile_status", m007_profile_status),
     (8, "browse_indexes", m008_browse_indexes),
+    (9, "shown_count", m009_shown_count),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -70,7 +70,9 @@ class RelationsMixin(PostgresBase):
         return [Link(r[0], r[1], r[2], r[3]) for r in rows]
 
     async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None:
-        counter = {"cited": "cite_count", "edited": "edit_count", "used": "view_count"}.get(event)
+        # helpful feedback is usage as much as a cite; "neglected"/"not_helpful" lower importance instead.
+        counter = {"cited": "cite_count", "helpful": "cite_count", "edited": "edit_count",
+                   "used": "view_count"}.get(event)
         async with self._conn() as con, con.transaction():
             await con.execute("INSERT INTO feedback_events (memory_id, event, score, ts) VALUES (%s, %s, %s, %s)",
                               (memory_id, event, score, ts))

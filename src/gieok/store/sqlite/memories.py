@@ -191,7 +191,7 @@ class MemoryRowsMixin(SQLiteBase):
         if not ids:
             return
         with self._write() as db:
-            db.execute(f"UPDATE memory SET view_count = view_count + 1, last_accessed_at = ? "
+            db.execute(f"UPDATE memory SET shown_count = shown_count + 1, last_accessed_at = ? "
                        f"WHERE id IN ({','.join('?' * len(ids))})", [iso(at), *ids])
 
     async def list_user_ids(self) -> list[str]:

@@ -255,6 +255,13 @@ def m008_browse_indexes(db: sqlite3.Connection) -> None:
         db.execute(ddl)
 
 
+def m009_shown_count(db: sqlite3.Connection) -> None:
+    # Appearing in search results is counted apart from explicit opens (view_count): ranking weighs a mere
+    # appearance far less, so a memory is not made "used" by being shown.
+    db.execute("ALTER TABLE memory ADD COLUMN shown_count INTEGER NOT NULL DEFAULT 0")
+    db.execute("UPDATE memory SET shown_count = view_count, view_count = 0")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -264,4 +271,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (6, "team_server", m006_team_server),
     (7, "profile_status", m007_profile_status),
     (8, "browse_indexes", m008_browse_indexes),
+    (9, "shown_count", m009_shown_count),
 ]

@@ -66,7 +66,9 @@ class RelationsMixin(SQLiteBase):
         return [Link(r[0], r[1], r[2], from_iso(r[3])) for r in rows]
 
     async def add_feedback(self, memory_id: str, event: str, score: float, ts: datetime) -> None:
-        counter = {"cited": "cite_count", "edited": "edit_count", "used": "view_count"}.get(event)
+        # helpful feedback is usage as much as a cite; "neglected"/"not_helpful" lower importance instead.
+        counter = {"cited": "cite_count", "helpful": "cite_count", "edited": "edit_count",
+                   "used": "view_count"}.get(event)
         with self._write() as db:
             db.execute("INSERT INTO feedback_events (memory_id, event, score, ts) VALUES (?, ?, ?, ?)",
                        (memory_id, event, score, iso(ts)))
