@@ -3,10 +3,10 @@ imported; this package imports every one of them explicitly, so `gieok --help` l
 
 from __future__ import annotations
 
-from gieok.cli import capture, librarian, memory, retrieval, serve, storage, team
+from gieok.cli import anchors, capture, librarian, memory, retrieval, serve, storage, team
 from gieok.cli.app import app
 
-__all__ = ["app", "capture", "librarian", "main", "memory", "retrieval", "serve", "storage", "team"]
+__all__ = ["anchors", "app", "capture", "librarian", "main", "memory", "retrieval", "serve", "storage", "team"]
 
 
 def main() -> None:

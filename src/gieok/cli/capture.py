@@ -5,7 +5,6 @@ This module is imported by every `gieok` run, hooks included, so it imports noth
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -14,7 +13,6 @@ from typing import Annotated, Any
 import typer
 
 from gieok.cli.app import DbOpt, UserOpt, app, bench_app, import_app
-from gieok.core.settings import load_settings
 
 ScopeOpt = Annotated[bool, typer.Option("--project/--user", help="--project: this directory's .claude/settings.json "
                                         "and .mcp.json; --user (default): ~/.claude/settings.json and ~/.claude.json.")]

@@ -16,6 +16,7 @@ from gieok.core.models import FEEDBACK_EVENTS, KINDS, PRIVACY, RELATIONS, ROLES,
 from gieok.core.principal import Principal
 from gieok.core.settings import Settings
 from gieok.core.text import index_text
+from gieok.memory.code_refs import annotate, check_filters, explicit_anchors
 from gieok.memory.ingest import MessageIn, check_team, content_hash, norm_label, prepare
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold
@@ -80,9 +81,12 @@ class MemoryService:
                 self._pending_event.set()
         return mid, inserted
 
-    async def remember(self, msg: MessageIn) -> KnowledgeResult:
+    async def remember(self, msg: MessageIn, *, files: list[str] | None = None,
+                       repo: str | None = None) -> KnowledgeResult:
         """An explicit memory: pinned, tagged and embedded now; if a provider fails it is still stored and
-        the librarian finishes it later."""
+        the librarian finishes it later. `files` anchor it to code (`gieok.memory.code_refs`)."""
+        if files:
+            msg.meta = {**msg.meta, "anchors": explicit_anchors(files, repo)}
         msg.is_pinned = True
         if msg.source == "chat":
             msg.source = "manual"
@@ -108,7 +112,8 @@ class MemoryService:
                 kind: str | None = None, p_tag: str | None = None, tags: list[str] | None = None,
                 date_range: str | None = None, include_archived: bool = False, platform: str | None = None,
                 model: str | None = None, subagent_role: str | None = None, session_id: str | None = None,
-                project: str | None = None, now: datetime | None = None,
+                project: str | None = None, file: str | None = None, repo: str | None = None,
+                stale: str | None = None, now: datetime | None = None,
                 viewer: Principal | None = None) -> SearchFilters:
         roles: tuple[str, ...] = ()
         if role:
@@ -123,11 +128,13 @@ class MemoryService:
                 if k not in KINDS:
                     raise InvalidInput("kind", f"{k!r} is not one of {', '.join(KINDS)}")
         since, until = parse_date_range(date_range, now=now) if date_range else (None, None)
+        file_f, repo_f, stale_f = check_filters(file, repo, stale)
         return SearchFilters(
             user_id=user_id, agent_platform=norm_label(platform), agent_model=norm_label(model),
             subagent_role=norm_label(subagent_role), session_id=session_id or "", project=project or "",
             roles=roles, kinds=kinds, p_tag=norm_label(p_tag), tags=tuple(norm_label(t) for t in tags or () if t),
-            since=since, until=until, include_archived=include_archived, viewer=viewer)
+            since=since, until=until, include_archived=include_archived, viewer=viewer, file=file_f, repo=repo_f,
+            stale=stale_f)
 
     async def search(self, f: SearchFilters, query: str | None, *, limit: int = 10, recipe: str | Recipe | None = None,
                      now: datetime | None = None, count_view: bool = True) -> SearchOutcome:
@@ -139,6 +146,7 @@ class MemoryService:
                                fallback_threshold=self.fallback_threshold())
         if count_view and outcome.hits:
             await self.store.touch([h.memory.id for h in outcome.hits], now)
+        await annotate(self.store, outcome.hits)     # the files each is about, and whether they changed since
         return outcome
 
     def fallback_threshold(self) -> float:
