@@ -147,7 +147,7 @@ def _python_tracebacks(text: str) -> list[Fingerprint]:
         lines = [ln[len(indent):] if ln.startswith(indent) else ln for ln in text[head.end():end].splitlines()]
         frames: list[str] = []
         exc: tuple[str, str] | None = None
-        for j, line in enumerate(lines):
+        for line in lines:
             fm = _PY_FRAME.match(line)
             if fm:
                 if not _LIBRARY_PATH.search(fm.group(1)):
@@ -157,13 +157,9 @@ def _python_tracebacks(text: str) -> list[Fingerprint]:
                 continue
             em = _PY_EXC_LINE.match(line.strip())
             if em and (em.group(2) is not None or _PY_PLAIN_EXC.match(em.group(1))):
-                msg = em.group(2) or ""
-                # A message may go on over the next unindented lines until a blank one.
-                for extra in lines[j + 1:j + 4]:
-                    if not extra.strip() or extra.startswith(("During handling", "The above exception")):
-                        break
-                    msg += " " + extra.strip()
-                exc = (em.group(1), msg)
+                # Only the exception's first line: whatever follows a pasted traceback is the user's prose
+                # (or a closing ``` fence), and a multi-line message's first line names it well enough.
+                exc = (em.group(1), (em.group(2) or "").rstrip("`").rstrip())
                 break
         if exc is not None:
             out.append(Fingerprint("python", _short_type(exc[0]), mask(exc[1]), _keep(frames[::-1])))
@@ -236,6 +232,9 @@ def _js_stacks(text: str) -> list[Fingerprint]:
                 name = func.split(" [as ", 1)[0].strip()
                 if name.startswith(("Object.<anonymous>", "<anonymous>")) or not name:
                     name = "<anonymous>"
+                # V8 names a function by its receiver's type when it has one; a plain object (`exports.f`,
+                # `module.exports = {f}`) says nothing, and the same function called bare has no prefix.
+                name = name.removeprefix("Object.")
                 frames.append(f"{_basename(path)}:{name}")
             i += 1
         if head is not None:
@@ -380,14 +379,16 @@ def _rust_panics(text: str) -> list[Fingerprint]:
 
 
 # --- single error lines --------------------------------------------------------------------------------
-_LINE_ERROR = re.compile(r"^\s*(?:Uncaught |E {2,})?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?: \[(\w+)\])?:"
-                         r"\s?(\S.*)$", re.M)
+# Anywhere in a line ("it fails with TypeError: …", "`KeyError: 'id'`"), not only at its start.
+_LINE_ERROR = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?: \[(\w+)\])?:"
+                         r"[ \t]?(\S.*)$", re.M)
 
 
 def _error_lines(text: str) -> list[Fingerprint]:
     out = []
     for m in _LINE_ERROR.finditer(text):
-        out.append(Fingerprint("unknown", m.group(2) or _short_type(m.group(1)), mask(m.group(3))))
+        msg = m.group(3).strip().rstrip("`").rstrip()
+        out.append(Fingerprint("unknown", m.group(2) or _short_type(m.group(1)), mask(msg)))
     return out
 
 

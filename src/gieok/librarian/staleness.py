@@ -216,7 +216,8 @@ class _Pass:
         if self.git is None:
             return commit, blob
         if not commit and row.created_at is not None:
-            commit = await self.git.text("rev-list", "-1", f"--before={row.created_at.isoformat()}", "HEAD") or ""
+            when = row.created_at.isoformat(timespec="seconds")
+            commit = await self.git.text("rev-list", "-1", f"--before={when}", "HEAD") or ""
         if commit and not blob:
             blob = await self.git.text("rev-parse", "--verify", "-q", f"{commit}:{a.path}") or ""
         return commit, blob
