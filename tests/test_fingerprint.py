@@ -53,7 +53,8 @@ def test_what_the_fingerprints_hold() -> None:
     assert rust.message == "index out of bounds: the len is <n> but the index is <n>"
     assert rust.frames == ("retry.rs:billing::backoff", "retry.rs:billing::schedule", "retry.rs:retry::main")
     java = fingerprints(read("java_exception_a.txt"))[0]
-    assert java.error_type == "IllegalStateException" and java.message == "attempt <n> exceeds <n> retries for order <n>"
+    assert java.error_type == "IllegalStateException"
+    assert java.message == "attempt <n> exceeds <n> retries for order <n>"
     assert java.frames[0] == "com.acme.billing.Retry.backoff"
 
 

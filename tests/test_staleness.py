@@ -132,8 +132,8 @@ async def test_files_outside_git(store: Store, tmp_path: Path) -> None:
     notes.write_text("회의 계획\n", "utf-8")
     mid = await remember_about(store, "the plan is in plan.md", [FileRef(str(notes), "write")], tmp_path)
     elsewhere = await put(store, "a file of another machine")
-    await store.index_code_refs(elsewhere, from_meta({"anchors": [{"path": "/nowhere/at/all/x.md", "blob": "sha256:1"}]}),
-                                [])
+    away = {"anchors": [{"path": "/nowhere/at/all/x.md", "blob": "sha256:1"}]}
+    await store.index_code_refs(elsewhere, from_meta(away), [])
     await check_anchors(store, now=NOW)
     assert await state(store, mid) == [("unchanged", "")]
     assert await state(store, elsewhere) == [("unchecked", "")]       # not called deleted from here

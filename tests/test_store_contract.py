@@ -444,7 +444,8 @@ async def test_anchors_indexed_and_found_by_file_and_repo(store: Store) -> None:
     got = await store.anchors_for([retry, both, plain])
     assert set(got) == {retry, both}
     a = got[retry][0]
-    assert (a.anchor.path, a.anchor.line_start, a.anchor.line_end, a.status) == ("billing/retry.py", 10, 20, "unchecked")
+    assert (a.anchor.path, a.anchor.line_start, a.anchor.line_end, a.status) == (
+        "billing/retry.py", 10, 20, "unchecked")
     assert a.anchor.repo == "shop" and a.created_at == T0
 
     assert await _ids(store, file="billing/retry.py") == {retry, both}
