@@ -14,11 +14,13 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gieok.core.anchors import Anchor
-from gieok.core.fingerprint import Fingerprint
 from gieok.core.models import SearchFilters
+
+if TYPE_CHECKING:  # its regular expressions are compiled on import: only callers that fingerprint pay
+    from gieok.core.fingerprint import Fingerprint
 
 # An anchor's status after a check. Only the last three make its memory "possibly stale".
 ANCHOR_STATUSES = ("unchecked", "unchanged", "changed", "moved", "deleted", "unknown")

@@ -7,11 +7,14 @@ caller's scope is the same WHERE every candidate query uses (`gieok.store.sqlfil
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gieok.core.anchors import Anchor
-from gieok.core.fingerprint import Fingerprint
 from gieok.core.models import SearchFilters
+
+if TYPE_CHECKING:
+    from gieok.core.fingerprint import Fingerprint
+
 from gieok.store.code_refs import (
     ANCHOR_INSERT_COLS,
     ANCHOR_SELECT,

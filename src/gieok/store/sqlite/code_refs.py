@@ -7,12 +7,15 @@ every candidate query uses (`gieok.store.sqlfilters`).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gieok.core.anchors import Anchor
 from gieok.core.dates import from_iso, iso
-from gieok.core.fingerprint import Fingerprint
 from gieok.core.models import SearchFilters
+
+if TYPE_CHECKING:
+    from gieok.core.fingerprint import Fingerprint
+
 from gieok.store.code_refs import (
     ANCHOR_INSERT_COLS,
     ANCHOR_SELECT,
