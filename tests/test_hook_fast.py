@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from gieok.capture import fastjson
 from gieok.capture.hook_config import HookConfig
+from gieok.capture.hooks import _query
 from gieok.capture.server_client import _parse
 from gieok.core.settings import Settings
 from tests.test_anchors import git, make_repo
@@ -21,7 +23,9 @@ from tests.test_hooks import Growing, event, hook_env, rows, server  # noqa: F40
 
 GIEOK = str(Path(sys.executable).with_name("gieok"))
 HEAVY = ("pydantic", "pydantic_settings", "numpy", "gieok.memory.service", "gieok.store", "gieok.core.settings",
-         "gieok.memory.ingest", "http.client", "typer", "mcp")
+         "gieok.memory.ingest", "http.client", "typer", "mcp",
+         # what the light path does without (each measured at a noticeable part of a bare start)
+         "re", "json", "socket", "threading", "hashlib", "typing", "dataclasses", "pathlib", "urllib", "datetime")
 
 
 @pytest.mark.parametrize("env", [
@@ -56,6 +60,28 @@ def test_http_replies_are_read_whole() -> None:
     assert _parse(b"HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n: 1\r\n"
                   b"1\r\n}\r\n0\r\n\r\n") == (400, b'{"a": 1}')
     assert _parse(b"garbage") is None and _parse(b"SMTP 220\r\n\r\n") is None
+
+
+@pytest.mark.parametrize("doc", ['{"a": [1, 2.5, -3e10, true, false, null, "회의 ☕ \\u0000\\n"], "b": {}}',
+                                 " [ ] ", "12345678901234567890", '"x"', "NaN", '{"k": -Infinity, "k2": 1E-7}'])
+def test_fastjson_reads_and_writes_as_json_does(doc: str) -> None:
+    assert repr(fastjson.loads(doc)) == repr(json.loads(doc))
+    assert fastjson.loads(doc.encode()) == json.loads(doc) or doc == "NaN"
+    assert fastjson.dumps(json.loads(doc)) == json.dumps(json.loads(doc), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("bad", ["", "{", "[1,]", '{"a": 1} x', "\ufeff{}", b"\xff\xfe"])
+def test_fastjson_refuses_what_json_refuses(bad: str | bytes) -> None:
+    with pytest.raises(ValueError):
+        fastjson.loads(bad)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        fastjson.dumps({"x": object()})
+
+
+def test_query_strings_are_encoded_as_urllib_does() -> None:
+    from urllib.parse import parse_qs
+    params = {"model": "opus 4/5", "project": "센트라젠 작업&x=1", "budget": 500, "user_id": "a+b"}
+    assert parse_qs(_query(params)) == {k: [str(v)] for k, v in params.items()}
 
 
 def imported_modules(stderr: str) -> set[str]:

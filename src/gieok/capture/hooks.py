@@ -31,13 +31,12 @@ Re-reading is harmless: a turn always gets the same content and time, and the st
 
 from __future__ import annotations
 
-import json
+import _thread
 import os
-import re
 import sys
-import threading
 import time
 
+from gieok.capture.fastjson import dumps, loads
 from gieok.capture.hook_config import HookConfig
 from gieok.capture.server_client import server_for
 from gieok.capture.transcript import CLAUDE, code_meta, read_lines, split_content, stream_items
@@ -102,7 +101,7 @@ def read_stdin() -> str:
 
 def _parse(raw: str, what: str) -> dict[str, Any]:
     try:
-        data = json.loads(raw)
+        data = loads(raw)
     except ValueError:
         raise HookError(f"input is not {what} (expected a JSON object, got {raw[:40]!r})") from None
     if not isinstance(data, dict):
@@ -111,15 +110,16 @@ def _parse(raw: str, what: str) -> dict[str, Any]:
 
 
 def _arm_watchdog(seconds: float) -> None:
+    # A bare `_thread` rather than `threading.Timer`: the same OS thread without importing `threading` on
+    # every prompt, and like a daemon thread it never keeps the process alive.
     def give_up() -> None:
+        time.sleep(seconds)
         try:
             sys.stderr.write(f"gieok hook: gave up after {seconds:g} s so the agent is not held up\n")
             sys.stderr.flush()
         finally:
             os._exit(0)
-    timer = threading.Timer(seconds, give_up)
-    timer.daemon = True
-    timer.start()
+    _thread.start_new_thread(give_up, ())
 
 
 def _report(cfg: HookSettings | None, platform: str, exc: Exception) -> None:
@@ -167,9 +167,9 @@ def project_hint(cwd: str) -> str:
             if os.path.isfile(git):
                 with open(git, encoding="utf-8", errors="replace") as fh:
                     target = fh.read().strip()
-                m = re.match(r"gitdir:\s*(.+)", target)
-                if m and "/worktrees/" in m.group(1).replace("\\", "/"):
-                    main_git = m.group(1).replace("\\", "/").split("/worktrees/")[0]
+                gitdir = target[7:].strip().replace("\\", "/") if target.startswith("gitdir:") else ""
+                if "/worktrees/" in gitdir:
+                    main_git = gitdir.split("/worktrees/")[0]
                     main_git = main_git if os.path.isabs(main_git) else os.path.join(d, main_git)
                     return os.path.basename(os.path.dirname(os.path.realpath(main_git)))
                 return os.path.basename(d)
@@ -184,7 +184,7 @@ def project_hint(cwd: str) -> str:
 
 # --- cursors -----------------------------------------------------------------------------------------------
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:120] or "_"
+    return "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name[:120]) or "_"
 
 
 class Cursor:
@@ -207,7 +207,7 @@ class StreamState:
     def load(self) -> Cursor:
         try:
             with open(self.file, encoding="utf-8") as fh:
-                d = json.load(fh)
+                d = loads(fh.read())
             return Cursor(str(d.get("path", "")), int(d.get("offset", 0)), str(d.get("model", "")), d.get("turns"))
         except (OSError, ValueError, TypeError, AttributeError):
             return Cursor()
@@ -216,8 +216,8 @@ class StreamState:
         os.makedirs(os.path.dirname(self.file), exist_ok=True)
         tmp = f"{self.file}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"path": c.path, "offset": c.offset, "model": c.model,
-                       **({"turns": c.turns} if c.turns is not None else {})}, fh)
+            fh.write(dumps({"path": c.path, "offset": c.offset, "model": c.model,
+                            **({"turns": c.turns} if c.turns is not None else {})}))
         os.replace(tmp, self.file)
 
     def locked(self) -> AbstractContextManager[None]:
@@ -235,16 +235,15 @@ class _Lock:
     def __enter__(self) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         self.fh = open(self.path, "a+")
-        try:
-            import fcntl
-        except ImportError:
+        lockf = getattr(os, "lockf", None)    # POSIX record locks: in `os`, no extension module to load
+        if lockf is None:
             return
         until = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
-                fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                lockf(self.fh.fileno(), os.F_TLOCK, 0)
                 return
-            except BlockingIOError:
+            except OSError:
                 if time.monotonic() > until:
                     return
                 time.sleep(0.02)
@@ -517,9 +516,7 @@ async def _insert_direct(settings: Settings, msgs: list[dict[str, Any]]) -> list
 
 def session_context(cfg: HookSettings, *, model: str, project: str) -> str | None:
     budget = max(100, min(cfg.token_budget, int(CONTEXT_MAX_CHARS / cfg.chars_per_token)))
-    from urllib.parse import urlencode
-    q = urlencode({"platform": CLAUDE, "model": model, "project": project, "budget": budget,
-                   "user_id": cfg.user_id})
+    q = _query({"platform": CLAUDE, "model": model, "project": project, "budget": budget, "user_id": cfg.user_id})
     server = server_for(cfg)
     res = server.get_json(f"/v1/context?{q}") if server is not None else None
     if res is not None and res[0] == 200 and isinstance(res[1], dict):
@@ -530,6 +527,17 @@ def session_context(cfg: HookSettings, *, model: str, project: str) -> str | Non
     if not block.get("sections"):
         return None             # an empty memory says nothing worth a place in the context
     return str(block.get("text", ""))[:CONTEXT_MAX_CHARS]
+
+
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _query(params: dict[str, Any]) -> str:
+    """A URL query string, percent-encoded (RFC 3986): `urllib.parse` would import `re` and more on the hook's
+    path to the server."""
+    def enc(v: object) -> str:
+        return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in str(v).encode("utf-8"))
+    return "&".join(f"{enc(k)}={enc(v)}" for k, v in params.items())
 
 
 async def _context_direct(settings: Settings, *, model: str, project: str, budget: int) -> dict[str, Any]:

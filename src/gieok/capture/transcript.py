@@ -8,14 +8,13 @@ Besides its text, a turn keeps what later steps need from its tool traffic witho
   `MAX_TOOL_ERRORS` of `MAX_TOOL_ERROR_CHARS` each: the librarian fingerprints them, so a turn that ran
   into an error and fixed it is found by the next paste of that error.
 
-This module is on the hook's path to a running server: stdlib only (json, os), no dataclasses or typing
-at run time (their imports alone cost a noticeable part of a hook's budget).
+This module is on the hook's path to a running server: no `json` (`gieok.capture.fastjson`), no `re`, no
+dataclasses or typing at run time (their imports alone cost a noticeable part of a hook's budget).
 """
 
 from __future__ import annotations
 
-import json
-
+from gieok.capture.fastjson import dumps, loads
 from gieok.core.anchors import FileRef, gather, mentions
 
 TYPE_CHECKING = False
@@ -65,7 +64,7 @@ def read_lines(path: str | PathLike[str], offset: int = 0, *, final: bool = True
         raw = data[pos:nl].strip()
         if raw:
             try:
-                entry = json.loads(raw)
+                entry = loads(raw)
             except ValueError:
                 entry = None
             if isinstance(entry, dict):
@@ -122,7 +121,7 @@ def tool_line(block: dict[str, Any]) -> str:
     inp: dict[str, Any] = block["input"] if isinstance(block.get("input"), dict) else {}
     detail = next((str(inp[k]) for k in _TOOL_KEYS if isinstance(inp.get(k), str) and inp[k].strip()), "")
     if not detail and inp:
-        detail = json.dumps(inp, ensure_ascii=False)
+        detail = dumps(inp)
     if isinstance(inp.get("subagent_type"), str):
         detail = f"({inp['subagent_type']}) {detail}"
     detail = " ".join(detail.split())

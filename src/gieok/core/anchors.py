@@ -18,13 +18,13 @@ repository's HEAD and remote from `.git` (`gieok.core.gitfiles`); no subprocess 
 `snapshot=False` (importing old transcripts: today's file is not the one the turn saw) only the repository
 and path are recorded, and the librarian finds the commit of the turn's time.
 
-Imports stay light (os, re, hashlib): hooks import this module.
+Imports stay light (os; hashlib when a file is hashed) and nothing is parsed with regular expressions
+(see `_split_ref`): hooks import this module.
 """
 
 from __future__ import annotations
 
 import os
-import re
 
 from gieok.core.gitfiles import RepoCache, blob_id, clean_remote, content_id, read_bounded, repo_name
 
@@ -39,12 +39,9 @@ MAX_HASH_TOTAL = 8 << 20         # bytes hashed per `gather` call
 MAX_FIELD = 1000                 # characters of any stored anchor field
 VIAS = ("edit", "write", "read", "notebook", "mention", "explicit")
 
-# A path with an extension, optionally followed by :line[-end][:col], #Lstart[-Lend] or ::symbol. Not inside a
-# URL or a longer token (the look-behind), and the file must exist for a mention to count.
-_MENTION = re.compile(
-    r"(?<![\w/.@:~\\-])((?:~/|\.{1,2}/|/)?(?:[\w.@+-]+/)*[\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,7})"
-    r"(?::(\d{1,7})(?:[-–](\d{1,7}))?(?::\d+)?|#L(\d{1,7})(?:-L?(\d{1,7}))?|::([A-Za-z_][\w.]*))?(?![\w/])")
-_REF = re.compile(r"^(.+?)(?::(\d{1,7})(?:[-–](\d{1,7}))?|#L(\d{1,7})(?:-L?(\d{1,7}))?|::([A-Za-z_][\w.]*))?$")
+# Characters around a path in prose or markdown (`billing/retry.py`, (see x.py), "x.py",) and at a sentence's end.
+_EDGE = "()[]{}<>\"'`,;!?*|"
+_PATH_PUNCT = frozenset("/._-@+~")
 
 
 class FileRef:
@@ -65,22 +62,49 @@ class FileRef:
         return f"FileRef({self.path!r}, {self.via!r}, {self.line_start}, {self.line_end}, {self.symbol!r})"
 
 
-def _lines(a: str | None, b: str | None) -> tuple[int | None, int | None]:
-    if not a:
-        return None, None
-    start = int(a)
-    end = int(b) if b else start
-    return (start, end) if end >= start else (end, start)
+def _num(s: str) -> int | None:
+    return int(s) if s.isdigit() and 0 < len(s) <= 7 else None
+
+
+def _split_ref(tok: str) -> tuple[str, int | None, int | None, str]:
+    """`path`, `path:42`, `path:10-20` (`:col` after it ignored), `path#L10-L20` or `path::symbol` →
+    (path, first line, last line, symbol). Parsed with string methods, not a regular expression: hooks call
+    this on every turn, and importing `re` alone costs a hook more than all its other work."""
+    if "::" in tok:
+        path, _, symbol = tok.partition("::")
+        ok = symbol and (symbol[0].isalpha() or symbol[0] == "_") and all(c.isalnum() or c in "_." for c in symbol)
+        return (path, None, None, symbol) if ok else (tok, None, None, "")
+    path, sep, rest = tok.partition("#L")
+    if not sep:
+        path, sep, rest = tok.partition(":")
+    if not sep:
+        return tok, None, None, ""
+    a, dash, b = rest.replace("–", "-").partition("-")
+    b = b[1:] if b.startswith("L") else b
+    b = b.partition(":")[0]
+    a = a.partition(":")[0]
+    start, end = _num(a), _num(b) if dash else None
+    if start is None or (dash and end is None):
+        return path, None, None, ""         # `x.py:load_config`, `x.py:`: the file, no lines
+    end = start if end is None else end
+    return path, min(start, end), max(start, end), ""
+
+
+def _looks_like_path(p: str) -> bool:
+    """A file name with an extension (`x.py`, `a/b.tar.gz`, `.env.local`), made of path characters."""
+    if not p or len(p) > MAX_FIELD or "://" in p:
+        return False
+    name = p.rstrip("/").rsplit("/", 1)[-1]
+    _, dot, ext = name.rpartition(".")
+    if not dot or not 1 <= len(ext) <= 8 or not ext[0].isalpha() or not ext.isalnum():
+        return False
+    return all(c.isalnum() or c in _PATH_PUNCT for c in p) and (p[0].isalnum() or p[0] in "./~_@")
 
 
 def parse_ref(text: str, via: str = "explicit") -> FileRef:
     """`path`, `path:42`, `path:10-20`, `path#L10-L20` or `path::symbol` as a FileRef."""
-    text = text.strip()
-    m = _REF.match(text)
-    if not m:
-        return FileRef(text, via)
-    start, end = _lines(m.group(2) or m.group(4), m.group(3) or m.group(5))
-    return FileRef(m.group(1), via, start, end, m.group(6) or "")
+    path, start, end, symbol = _split_ref(text.strip())
+    return FileRef(path, via, start, end, symbol)
 
 
 def mentions(text: str) -> list[FileRef]:
@@ -89,14 +113,19 @@ def mentions(text: str) -> list[FileRef]:
         return []
     out: list[FileRef] = []
     seen: set[tuple[str, int | None]] = set()
-    for m in _MENTION.finditer(text):
-        path = m.group(1)
-        start, end = _lines(m.group(2) or m.group(4), m.group(3) or m.group(5))
+    for word in text.replace("](", " ").split():     # markdown links: [text](path)
+        tok = word.lstrip(_EDGE).rstrip(_EDGE + ".:")      # a leading "." belongs to ./x and .env
+        if "." not in tok or "://" in tok:
+            continue
+        path, start, end, symbol = _split_ref(tok)
+        path = path.rstrip(".:")
+        if not _looks_like_path(path):
+            continue
         key = (path, start)
         if key in seen:
             continue
         seen.add(key)
-        out.append(FileRef(path, "mention", start, end, m.group(6) or ""))
+        out.append(FileRef(path, "mention", start, end, symbol))
         if len(out) >= MAX_MENTIONS:
             break
     return out

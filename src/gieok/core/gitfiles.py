@@ -9,21 +9,26 @@ tell (a reftable ref store, an unreadable layout) one `git rev-parse HEAD` runs,
 `GIT_TIMEOUT_S`. Worktrees (`.git` is a file naming the worktree's git dir, refs and config live in the
 common dir) and submodules (`.git` naming `modules/…`) are handled.
 
-Imports stay light (os, re; hashlib when a file is hashed): hooks import this module.
+Imports stay light (os; a hash module when a file is hashed) and nothing is compiled at import: hooks
+import this module.
 """
 
 from __future__ import annotations
 
 import os
-import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Any
 
 GIT_TIMEOUT_S = 0.5
-_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
-_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.I)
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_sha(s: str) -> bool:
+    # A plain check, not a regular expression: compiling one costs a hook more than all its file reads.
+    return len(s) in (40, 64) and _HEX.issuperset(s)
 
 
 class RepoInfo:
@@ -49,7 +54,7 @@ class RepoInfo:
 def repo_name(remote: str, root: str) -> str:
     """The repository's short name: the remote's last path part without `.git`, else the root's name."""
     if remote:
-        tail = re.split(r"[/:]", remote.rstrip("/"))[-1]
+        tail = remote.rstrip("/").replace(":", "/").rsplit("/", 1)[-1]
         tail = tail[:-4] if tail.endswith(".git") else tail
         if tail:
             return tail
@@ -59,7 +64,11 @@ def repo_name(remote: str, root: str) -> str:
 def clean_remote(url: str) -> str:
     """A remote URL fit to store: credentials (`https://user:token@host/…`) removed."""
     url = url.strip()
-    return _USERINFO.sub(r"\1", url)
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme or not (scheme[0].isalpha() and all(c.isalnum() or c in "+.-" for c in scheme)):
+        return url                  # scp-like `git@host:path` carries no secret
+    host, slash, path = rest.partition("/")
+    return f"{scheme}://{host.rpartition('@')[2]}{slash}{path}"
 
 
 def find_root(path: str) -> tuple[str, str, str] | None:
@@ -111,9 +120,9 @@ def read_config(path: str) -> dict[tuple[str, str, str], str]:
         if not line or line[0] in "#;":
             continue
         if line.startswith("["):
-            m = re.match(r'\[\s*([\w.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]', line)
-            if m:
-                section, sub = m.group(1).lower(), (m.group(2) or "")
+            head = line[1:line.find("]")] if "]" in line else ""
+            name, _, quoted = head.strip().partition(" ")
+            section, sub = name.lower(), quoted.strip().strip('"').replace('\\"', '"')
             continue
         key, eq, value = line.partition("=")
         value = value.strip()
@@ -137,7 +146,7 @@ def read_head(git_dir: str, common_dir: str) -> str:
             head = fh.read(512).strip()
     except OSError:
         return ""
-    if _SHA.match(head):
+    if _is_sha(head):
         return head
     if not head.startswith("ref:"):
         return _git_head(git_dir)
@@ -148,7 +157,7 @@ def read_head(git_dir: str, common_dir: str) -> str:
         try:
             with open(os.path.join(base, ref), encoding="utf-8") as fh:
                 sha = fh.read(128).strip()
-            if _SHA.match(sha):
+            if _is_sha(sha):
                 return sha
         except OSError:
             continue
@@ -156,7 +165,7 @@ def read_head(git_dir: str, common_dir: str) -> str:
         with open(os.path.join(common_dir, "packed-refs"), encoding="utf-8") as fh:
             for line in fh:
                 sha, _, name = line.strip().partition(" ")
-                if name == ref and _SHA.match(sha):
+                if name == ref and _is_sha(sha):
                     return sha
     except OSError:
         pass
@@ -172,22 +181,36 @@ def _git_head(git_dir: str) -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     sha = r.stdout.strip()
-    return sha if _SHA.match(sha) else ""
+    return sha if _is_sha(sha) else ""
+
+
+def _hasher(name: str) -> Any:
+    # `_sha1` / `_sha256` are CPython's own small hash modules; `hashlib` loads OpenSSL first, which costs a
+    # hook more than hashing its files.
+    try:
+        if name == "sha1":
+            import _sha1
+            return _sha1.sha1()
+        import _sha256
+        return _sha256.sha256()
+    except ImportError:      # a build without them (FIPS): the same digests from hashlib
+        import hashlib
+        return hashlib.new(name)
 
 
 def blob_id(data: bytes, object_format: str = "sha1") -> str:
     """git's object id for a blob with this content (`git hash-object --no-filters`)."""
-    import hashlib  # not at module level: a hook that hashes nothing does not pay for OpenSSL
-    h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
+    h = _hasher("sha256" if object_format == "sha256" else "sha1")
     h.update(b"blob %d\0" % len(data))
     h.update(data)
-    return h.hexdigest()
+    return str(h.hexdigest())
 
 
 def content_id(data: bytes) -> str:
     """The content hash of a file outside git."""
-    import hashlib
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    h = _hasher("sha256")
+    h.update(data)
+    return "sha256:" + str(h.hexdigest())
 
 
 def read_bounded(path: str, max_bytes: int) -> bytes | None:
