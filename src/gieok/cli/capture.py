@@ -127,13 +127,16 @@ def bench_hook(
     """Wall time of `gieok hook claude-code` per event, process start included (p50/p95), against a temp
     GIEOK_HOME: writing straight to SQLite, and through a running server; each next to a bare
     `python -c pass` measured in the same run."""
-    from gieok.bench.hook import run_hook_bench
+    from gieok.bench.hook import run_gather_bench, run_hook_bench
     results = [run_hook_bench(events, with_server=False)]
     if server:
         results.append(run_hook_bench(events, with_server=True))
     for r in results:
         typer.echo(r["line"])
         typer.echo(r["bare_line"])
+    gathered = run_gather_bench()
+    typer.echo(gathered["line"])
+    results.append(gathered)
     if as_json:
         typer.echo(json.dumps(results, indent=2))
 
