@@ -56,7 +56,7 @@ async def with_same_error(store: Store, f: SearchFilters, query: str, hits: list
                                               MAX_SAME_ERROR * 2)
     if not matches:
         return hits
-    rows = {m.id: m for m in await store.get_memories([x.memory_id for x in matches])}
+    rows = {m.id: m for m in await store.get_memories([x.memory_id for x in matches], viewer=f.viewer)}
     ranked = {h.memory.id: h for h in hits}
     found: list[tuple[tuple[int, int, int], Hit]] = []
     for i, x in enumerate(matches):
