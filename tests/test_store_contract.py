@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from gieok.core.anchors import Anchor
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.memory.ingest import MessageIn, prepare
@@ -406,3 +407,130 @@ async def test_wait_for_pending_matches_its_capability(store: Store) -> None:
         assert woke is False and time.monotonic() - t0 >= 0.19   # it waits out the timeout, never spins
     else:
         assert isinstance(woke, bool)
+
+
+# --- anchors and error fingerprints (gieok.store.code_refs) ------------------------------------------------
+def _anchor(path: str, root: str = "/src/shop", **kw: object) -> Anchor:
+    return Anchor(path, root=root, remote=str(kw.pop("remote", "git@github.com:acme/shop.git")),
+                  commit=str(kw.pop("commit", "c" * 40)), blob=str(kw.pop("blob", "b" * 40)), **kw)  # type: ignore[arg-type]
+
+
+async def _raw_count(store: Store, table: str, memory_id: str) -> int:
+    """Rows of a side table for one memory, read past the store API: erasure must reach the tables."""
+    from gieok.store.postgres import PostgresStore
+    from gieok.store.sqlite import SQLiteStore
+    if isinstance(store, SQLiteStore):
+        return int(store.db.execute(f"SELECT count(*) FROM {table} WHERE memory_id = ?", (memory_id,)).fetchone()[0])
+    assert isinstance(store, PostgresStore)
+    async with store._conn() as con:
+        row = await (await con.execute(f"SELECT count(*) FROM {table} WHERE memory_id = %s", (memory_id,))).fetchone()
+    return int(row[0]) if row else 0
+
+
+async def _ids(store: Store, **kw: object) -> set[str]:
+    kw.setdefault("user_id", "alice")
+    return {m.id for m in await store.list_memories(SearchFilters(**kw), limit=50)}  # type: ignore[arg-type]
+
+
+async def test_anchors_indexed_and_found_by_file_and_repo(store: Store) -> None:
+    from gieok.store.code_refs import AnchorCheck
+    retry = await put(store, "the retry logic lives in billing/retry.py", at=T0)
+    both = await put(store, "retry calls the ledger", at=T0 + timedelta(minutes=1))
+    notes = await put(store, "회의록 정리", at=T0 + timedelta(minutes=2))
+    plain = await put(store, "no code here", at=T0 + timedelta(minutes=3))
+    await store.index_code_refs(retry, [_anchor("billing/retry.py", line_start=10, line_end=20)], [])
+    await store.index_code_refs(both, [_anchor("billing/retry.py"), _anchor("billing/ledger_io.py")], [])
+    await store.index_code_refs(notes, [_anchor("/home/kim/문서/회의록.md", root="", remote="", blob="sha256:x")], [])
+
+    got = await store.anchors_for([retry, both, plain])
+    assert set(got) == {retry, both}
+    a = got[retry][0]
+    assert (a.anchor.path, a.anchor.line_start, a.anchor.line_end, a.status) == (
+        "billing/retry.py", 10, 20, "unchecked")
+    assert a.anchor.repo == "shop" and a.created_at == T0
+
+    assert await _ids(store, file="billing/retry.py") == {retry, both}
+    assert await _ids(store, file="retry.py") == {retry, both}               # a trailing part of the path
+    assert await _ids(store, file="ry.py") == set()                          # ... at a path boundary only
+    assert await _ids(store, file="/src/shop/billing/retry.py") == {retry, both}   # absolute
+    assert await _ids(store, file="ledger_io.py") == {both}                  # `_` is no wildcard
+    assert await _ids(store, file="ledger_Io.py") == set()                   # case matters, on both backends
+    assert await _ids(store, file="회의록.md") == {notes}
+    assert await _ids(store, repo="shop") == {retry, both}
+    assert await _ids(store, repo="git@github.com:acme/shop.git") == {retry, both}
+    assert await _ids(store, repo="/src/shop", file="ledger_io.py") == {both}
+    assert await _ids(store, repo="other", file="retry.py") == set()
+    assert await _ids(store, user_id="bob", file="retry.py") == set()
+    kw = await store.keyword_search(SearchFilters(user_id="alice", file="retry.py"), query_terms("retry"), 10)
+    assert {m.id for m, _ in kw} == {retry, both}
+
+    assert await store.anchor_repos() == [("/src/shop", "git@github.com:acme/shop.git")]
+    in_repo = await store.anchors_in_repo("/src/shop", "")
+    assert [(r.memory_id, r.anchor.path) for r in in_repo] == [
+        (retry, "billing/retry.py"), (both, "billing/retry.py"), (both, "billing/ledger_io.py")]
+    other_clone = await store.anchors_in_repo("/elsewhere/shop", "git@github.com:acme/shop.git", after_id=in_repo[0].id)
+    assert len(other_clone) == 2                                             # matched by remote, paged by id
+    assert await store.anchors_in_repo("/elsewhere/shop", "") == []
+
+    # A check marks the memory possibly stale; the filters see it at once.
+    await store.record_checks([AnchorCheck(in_repo[0].id, "changed", "billing/retry.py changed 3 commits ago",
+                                           checked_head="h" * 40, checked_blob="n" * 40)], T0)
+    assert await _ids(store, stale="only") == {retry}
+    assert await _ids(store, stale="exclude") == {both, notes, plain}
+    row = (await store.anchors_for([retry]))[retry][0]
+    assert row.stale and row.detail.endswith("3 commits ago") and row.checked_blob == "n" * 40
+    assert row.anchor.commit == "c" * 40                                     # untouched unless the check sets it
+    await store.record_checks([AnchorCheck(in_repo[0].id, "unchanged", commit="d" * 40, blob="e" * 40)], T0)
+    row = (await store.anchors_for([retry]))[retry][0]
+    assert (row.status, row.anchor.commit, row.anchor.blob) == ("unchanged", "d" * 40, "e" * 40)
+
+    # Re-indexing replaces; soft forget hides the row's anchors from checks and filters.
+    await store.index_code_refs(both, [_anchor("billing/ledger_io.py")], [])
+    assert [r.anchor.path for r in (await store.anchors_for([both]))[both]] == ["billing/ledger_io.py"]
+    await store.update_memory(both, {"deleted_at": T0})
+    assert await _ids(store, file="ledger_io.py") == set()
+    assert [r.memory_id for r in await store.anchors_in_repo("/src/shop", "")] == [retry]
+
+
+async def test_fingerprint_matches_within_scope_whole_first(store: Store) -> None:
+    from gieok.core.fingerprint import fingerprints
+    trace = ("Traceback (most recent call last):\n  File \"/a/shop/billing/retry.py\", line 6, in backoff\n"
+             "    return xs[7]\nIndexError: list index out of range\n")
+    fp = fingerprints(trace)[0]
+    loose = fingerprints("IndexError: list index out of range")[0]
+    assert fp.signature == loose.signature != fp.digest
+    old = await put(store, "old paste", at=T0)
+    new = await put(store, "new paste", at=T0 + timedelta(days=1))
+    sig_only = await put(store, "bare line, later", at=T0 + timedelta(days=2))
+    bobs = await put(store, "bob's paste", user="bob", at=T0 + timedelta(days=3))
+    gone = await put(store, "forgotten paste", at=T0 + timedelta(days=4))
+    for mid, f in ((old, fp), (new, fp), (sig_only, loose), (bobs, fp), (gone, fp)):
+        await store.index_code_refs(mid, [], [f])
+    await store.update_memory(gone, {"deleted_at": T0})
+    got = await store.fingerprint_matches(SearchFilters(user_id="alice"), [fp.digest], [fp.signature], 10)
+    assert [(m.memory_id, m.exact) for m in got] == [(new, True), (old, True), (sig_only, False)]
+    assert got[0].fingerprint["error_type"] == "IndexError" and got[0].fingerprint["frames"] == ["retry.py:backoff"]
+    assert [m.memory_id for m in await store.fingerprint_matches(SearchFilters(user_id="bob"), [fp.digest], [], 10)
+            ] == [bobs]
+    assert await store.fingerprint_matches(SearchFilters(user_id="alice"), [], [], 10) == []
+    assert [m.memory_id for m in await store.fingerprint_matches(SearchFilters(user_id="alice"), [fp.digest],
+                                                                 [fp.signature], 1)] == [new]
+
+
+async def test_hard_delete_erases_anchors_and_fingerprints(store: Store) -> None:
+    from gieok.core.fingerprint import fingerprints
+    fp = fingerprints("KeyError: 'customer_id'")[0]
+    mid = await put(store, "KeyError: 'customer_id' in billing/retry.py")
+    keep = await put(store, "another memory about billing/retry.py")
+    await store.index_code_refs(mid, [_anchor("billing/retry.py")], [fp])
+    await store.index_code_refs(keep, [_anchor("billing/retry.py")], [])
+    assert await _raw_count(store, "memory_anchors", mid) == 1
+    assert await _raw_count(store, "memory_fingerprints", mid) == 1
+    assert await store.hard_delete(mid)
+    assert await _raw_count(store, "memory_anchors", mid) == 0
+    assert await _raw_count(store, "memory_fingerprints", mid) == 0
+    assert await store.anchors_for([mid]) == {}
+    assert await store.fingerprint_matches(SearchFilters(user_id="alice"), [fp.digest], [fp.signature], 5) == []
+    assert [r.memory_id for r in await store.anchors_in_repo("/src/shop", "")] == [keep]
+    await store.index_code_refs(mid, [_anchor("x.py")], [fp])       # indexing an erased row writes nothing
+    assert await _raw_count(store, "memory_anchors", mid) == 0

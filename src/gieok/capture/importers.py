@@ -18,7 +18,8 @@ Decisions, and why:
 - ChatGPT: only the branch the user kept (root → `current_node`) by default; regenerated answers and edited
   prompts the user moved away from come in with `all_branches=True`, marked `meta.branch = "alternate"`.
 
-Module imports stay light: the hook process imports this on every prompt.
+The hooks read transcripts through `gieok.capture.transcript` alone (their path must stay light); the
+import and its writer live here.
 """
 
 from __future__ import annotations
@@ -30,169 +31,26 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gieok.capture.transcript import (
+    CLAUDE,
+    TOOL_LINE_CHARS,
+    Item,
+    Line,
+    code_meta,
+    is_prompt,
+    read_lines,
+    split_content,
+    stream_items,
+    tool_line,
+)
 from gieok.memory.ingest import MessageIn
 
-CLAUDE = "claude-code"
 CHATGPT = "chatgpt"
-TOOL_LINE_CHARS = 160
 PROMPT_WINDOW = timedelta(minutes=5)
-# Claude Code's own wrappers around slash commands and interruptions: turn boundaries, never memories.
-_NOISE_PREFIXES = ("<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
-                   "<local-command-stderr>", "<system-reminder>", "Caveat: The messages below were generated",
-                   "[Request interrupted by user")
-_TOOL_KEYS = ("command", "file_path", "notebook_path", "path", "pattern", "url", "query", "description", "prompt")
 
-
-# --- Claude Code transcripts -------------------------------------------------------------------------------
-@dataclass(slots=True)
-class Line:
-    start: int          # byte offset of the line
-    end: int            # byte offset just after it
-    entry: dict[str, Any]
-
-
-def read_lines(path: Path, offset: int = 0, *, final: bool = True) -> tuple[list[Line], int]:
-    """JSON entries from `offset`, and the offset after the last complete line. A last line without its
-    newline is still being written unless `final` (a finished file), so it is left for the next read."""
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        data = fh.read()
-    out: list[Line] = []
-    pos = 0
-    while pos < len(data):
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            if not final:
-                break
-            nl = len(data)
-        raw = data[pos:nl].strip()
-        if raw:
-            try:
-                entry = json.loads(raw)
-            except ValueError:
-                entry = None
-            if isinstance(entry, dict):
-                out.append(Line(offset + pos, offset + nl + 1, entry))
-        pos = nl + 1
-    return out, offset + min(pos, len(data))
-
-
-@dataclass(slots=True)
-class Item:
-    """A prompt (role user) or an assistant turn read from one stream of a transcript."""
-
-    role: str
-    text: str
-    created_at: str | None
-    uuid: str
-    start: int
-    end: int
-    model: str = ""
-    cwd: str = ""
-    session_id: str = ""
-    closed: bool = True         # a later user entry ended it (assistant turns only)
-    tail_is_tool: bool = False  # the turn's last block so far is a tool call: it cannot be over yet
-
-
-def _user_text(entry: dict[str, Any]) -> str | None:
-    """The text of a user entry, or None when it only carries tool results (not a turn boundary)."""
-    content = (entry.get("message") or {}).get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return None
-    texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-    if texts:
-        return "\n\n".join(t for t in texts if isinstance(t, str))
-    return None if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content) else ""
-
-
-def is_prompt(entry: dict[str, Any], text: str) -> bool:
-    """A user entry worth remembering: typed by a person, not a wrapper Claude Code wrote."""
-    s = text.strip()
-    return bool(s) and not entry.get("isMeta") and not entry.get("isCompactSummary") \
-        and not s.startswith(_NOISE_PREFIXES)
-
-
-def tool_line(block: dict[str, Any]) -> str:
-    name = str(block.get("name") or "tool")
-    inp: dict[str, Any] = block["input"] if isinstance(block.get("input"), dict) else {}
-    detail = next((str(inp[k]) for k in _TOOL_KEYS if isinstance(inp.get(k), str) and inp[k].strip()), "")
-    if not detail and inp:
-        detail = json.dumps(inp, ensure_ascii=False)
-    if isinstance(inp.get("subagent_type"), str):
-        detail = f"({inp['subagent_type']}) {detail}"
-    detail = " ".join(detail.split())
-    line = f"[tool: {name}] {detail}".rstrip()
-    return line if len(line) <= TOOL_LINE_CHARS else line[:TOOL_LINE_CHARS - 1] + "…"
-
-
-def stream_items(lines: Iterable[Line]) -> list[Item]:
-    """Prompts and assistant turns of ONE stream (the caller filters main vs a subagent), in order."""
-    items: list[Item] = []
-    turn: Item | None = None
-    parts: list[str] = []
-
-    def close(closed: bool) -> None:
-        nonlocal turn
-        if turn is not None and parts:
-            turn.text = "\n\n".join(parts)
-            turn.closed = closed
-            items.append(turn)
-        turn = None
-        parts.clear()
-
-    for ln in lines:
-        e = ln.entry
-        kind = e.get("type")
-        msg: dict[str, Any] = e["message"] if isinstance(e.get("message"), dict) else {}
-        if kind == "user":
-            text = _user_text(e)
-            if text is None:        # tool results belong to the running turn
-                continue
-            close(True)
-            if is_prompt(e, text):
-                items.append(Item("user", text.strip(), e.get("timestamp"), str(e.get("uuid", "")), ln.start,
-                                  ln.end, cwd=str(e.get("cwd", "")), session_id=str(e.get("sessionId", ""))))
-        elif kind == "assistant":
-            model = str(msg.get("model") or "")
-            if model == "<synthetic>" or e.get("isApiErrorMessage"):
-                continue            # Claude Code's own placeholders ("No response requested."), not the model
-            if turn is None:
-                turn = Item("assistant", "", e.get("timestamp"), str(e.get("uuid", "")), ln.start, ln.end,
-                            cwd=str(e.get("cwd", "")), session_id=str(e.get("sessionId", "")))
-            turn.end = ln.end
-            turn.model = model or turn.model
-            content = msg.get("content")
-            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-            for b in blocks:
-                if not isinstance(b, dict):
-                    continue
-                if b.get("type") == "text" and str(b.get("text", "")).strip():
-                    parts.append(str(b["text"]).strip())
-                    turn.tail_is_tool = False
-                elif b.get("type") == "tool_use":
-                    parts.append(tool_line(b))
-                    turn.tail_is_tool = True
-    close(False)
-    return items
-
-
-def split_content(text: str, max_bytes: int) -> list[str]:
-    """Pieces of at most `max_bytes` UTF-8 bytes, cut at line ends where possible: a long turn is kept whole
-    across rows rather than refused by the 64 KiB limit."""
-    if len(text.encode("utf-8")) <= max_bytes:
-        return [text]
-    pieces: list[str] = []
-    rest = text
-    while rest:
-        cut = len(rest.encode("utf-8")[:max_bytes].decode("utf-8", "ignore"))
-        if cut < len(rest):
-            nl = rest.rfind("\n", 0, cut)
-            cut = nl + 1 if nl > cut // 2 else cut
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    return [p for p in pieces if p.strip()]
+__all__ = ["CHATGPT", "CLAUDE", "PROMPT_WINDOW", "TOOL_LINE_CHARS", "BatchWriter", "ImportCounts", "Item", "Line",
+           "chatgpt_messages", "claude_code_files", "claude_code_messages", "code_meta", "expand", "import_sources",
+           "is_prompt", "load_chatgpt", "read_lines", "split_content", "stream_items", "tool_line"]
 
 
 def expand(msg: MessageIn, max_bytes: int) -> list[MessageIn]:
@@ -270,7 +128,8 @@ def claude_code_messages(path: Path, user_id: str, project_of: Callable[[str], s
         if key == "main":
             sess.agent_types.update(_agent_types(stream))
         for it in stream_items(stream):
-            meta: dict[str, Any] = {"uuid": it.uuid, **({"title": title} if title else {})}
+            meta: dict[str, Any] = {"uuid": it.uuid, **({"title": title} if title else {}),
+                                    **code_meta(it, it.cwd, snapshot=False)}
             msg = MessageIn(content=it.text, user_id=user_id, role=it.role, agent_platform=CLAUDE,
                             session_id=sid, project=project_of(it.cwd) if it.cwd else "", created_at=it.created_at,
                             meta=meta)

@@ -3,11 +3,11 @@ imported; this package imports every one of them explicitly, so `gieok --help` l
 
 from __future__ import annotations
 
-from gieok.cli import backup, browse, capture, librarian, load, memory, retrieval, serve, storage, team
+from gieok.cli import anchors, backup, browse, capture, librarian, load, memory, retrieval, serve, storage, team
 from gieok.cli.app import app
 
-__all__ = ["app", "backup", "browse", "capture", "librarian", "load", "main", "memory", "retrieval", "serve",
-           "storage", "team"]
+__all__ = ["anchors", "app", "backup", "browse", "capture", "librarian", "load", "main", "memory", "retrieval",
+           "serve", "storage", "team"]
 
 
 def main() -> None:

@@ -1,26 +1,18 @@
-"""Capture commands: `hook`, `install`, `uninstall`, `import claude-code|chatgpt`, `bench hook`.
+"""Capture commands: `hook`, `install`, `uninstall`, `import claude-code|chatgpt`, `bench hook` (in `gieok.bench.hook`).
 
 This module is imported by every `gieok` run, hooks included, so it imports nothing heavy at module level.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import socket
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from gieok.cli.app import DbOpt, UserOpt, app, bench_app, import_app
-from gieok.core.settings import load_settings
 
 ScopeOpt = Annotated[bool, typer.Option("--project/--user", help="--project: this directory's .claude/settings.json "
                                         "and .mcp.json; --user (default): ~/.claude/settings.json and ~/.claude.json.")]
@@ -143,12 +135,18 @@ def bench_hook(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON too.")] = False,
 ) -> None:
     """Wall time of `gieok hook claude-code` per event, process start included (p50/p95), against a temp
-    GIEOK_HOME: writing straight to SQLite, and through a running server."""
+    GIEOK_HOME: writing straight to SQLite, and through a running server; each next to a bare
+    `python -c pass` measured in the same run."""
+    from gieok.bench.hook import run_gather_bench, run_hook_bench
     results = [run_hook_bench(events, with_server=False)]
     if server:
         results.append(run_hook_bench(events, with_server=True))
     for r in results:
         typer.echo(r["line"])
+        typer.echo(r["bare_line"])
+    gathered = run_gather_bench()
+    typer.echo(gathered["line"])
+    results.append(gathered)
     if as_json:
         typer.echo(json.dumps(results, indent=2))
 
@@ -189,122 +187,3 @@ def _import(db: str | None, user: str | None, sources: list[Any], messages_for: 
     typer.echo(f"read {counts.read}, stored {counts.stored}, skipped {counts.duplicates} already present{refused}")
     for err in counts.errors:
         typer.echo(f"  refused: {err}", err=True)
-
-
-# --- bench -------------------------------------------------------------------------------------------------
-def _pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_health(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    import urllib.request
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("the benchmark server exited early")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=0.5) as r:
-                if json.loads(r.read()).get("ok"):
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"the benchmark server did not answer on port {port} in {timeout:g} s")
-
-
-def _entry(kind: str, i: int, session: str, cwd: str, content: Any, model: str = "") -> str:
-    e: dict[str, Any] = {"type": kind, "uuid": f"{kind}-{i}", "sessionId": session, "cwd": cwd,
-                         "timestamp": f"2026-11-30T09:{i // 60 % 60:02d}:{i % 60:02d}.000Z", "isSidechain": False,
-                         "message": {"role": kind, "content": content, **({"model": model} if model else {})}}
-    return json.dumps(e) + "\n"
-
-
-def run_hook_bench(events: int, *, with_server: bool) -> dict[str, Any]:
-    """Spawn the real `gieok hook claude-code` once per event and time it from spawn to exit."""
-    from gieok.capture.install import gieok_argv
-    exe = gieok_argv()
-    with tempfile.TemporaryDirectory(prefix="gieok-bench-hook-") as tmp:
-        home = Path(tmp)
-        port = _free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIEOK_")}
-        env.update(GIEOK_HOME=str(home), GIEOK_USER_ID="bench", GIEOK_EMBEDDER="none", GIEOK_PORT=str(port),
-                   GIEOK_HOST="127.0.0.1", OMP_NUM_THREADS="1")
-        proc = None
-        if with_server:
-            proc = subprocess.Popen([*exe, "serve", "--transport", "http", "--port", str(port), "--no-librarian"],
-                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            if proc is not None:
-                _wait_health(port, proc)
-            return _bench_events(exe, env, home, events, "server running" if with_server else "no server")
-        finally:
-            if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-
-
-async def count_rows(url: str) -> int:
-    """Every row of the store at `url`, deleted ones included, whichever backend it is."""
-    from gieok.store import open_store
-    store = open_store(url)
-    await store.open()
-    try:
-        return int((await store.stats(None))["total"])
-    finally:
-        await store.close()
-
-
-def _bench_events(exe: list[str], env: dict[str, str], home: Path, events: int, mode: str) -> dict[str, Any]:
-    session, cwd = "bench-session", str(home)
-    transcript = home / "transcript.jsonl"
-    transcript.touch()
-    times: dict[str, list[float]] = {"UserPromptSubmit": [], "Stop": [], "SessionStart": []}
-
-    def fire(event: dict[str, Any]) -> None:
-        t0 = time.perf_counter()
-        r = subprocess.run([*exe, "hook", "claude-code"], input=json.dumps(event).encode(), env=env,
-                           capture_output=True, timeout=30)
-        times[event["hook_event_name"]].append(time.perf_counter() - t0)
-        if r.returncode != 0 or r.stderr:
-            raise RuntimeError(f"hook failed: {r.stderr.decode(errors='replace').strip()}")
-
-    base = {"session_id": session, "transcript_path": str(transcript), "cwd": cwd}
-    for i in range(events):
-        if i % 2 == 0:
-            prompt = f"prompt {i}: please look at the flaky test in test_store.py 기억"
-            with open(transcript, "a", encoding="utf-8") as fh:
-                fh.write(_entry("user", i, session, cwd, prompt))
-            fire({**base, "hook_event_name": "UserPromptSubmit", "prompt": prompt})
-        else:
-            answer = f"answer {i}: the fixture shares a temp dir; I made it per-test."
-            with open(transcript, "a", encoding="utf-8") as fh:
-                fh.write(_entry("assistant", i, session, cwd, [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
-                                                                "input": {"command": "pytest -q"}}], "bench-model"))
-                fh.write(_entry("assistant", i + 10_000, session, cwd, [{"type": "text", "text": answer}],
-                                "bench-model"))
-            fire({**base, "hook_event_name": "Stop", "last_assistant_message": answer})
-    for _ in range(10):
-        fire({**base, "hook_event_name": "SessionStart", "source": "startup"})
-    # The hooks' own database (their environment names no other), counted through the store like any other.
-    hooks = load_settings(home=str(home), database_url=env.get("GIEOK_DATABASE_URL", ""))
-    stored = asyncio.run(count_rows(hooks.resolved_database_url))
-    allt = times["UserPromptSubmit"] + times["Stop"]
-    res: dict[str, Any] = {"mode": mode, "events": len(allt), "stored": stored,
-                           "p50_ms": round(statistics.median(allt) * 1000, 1),
-                           "p95_ms": round(_pct(allt, 95) * 1000, 1)}
-    for k, v in times.items():
-        res[k] = {"p50_ms": round(statistics.median(v) * 1000, 1), "p95_ms": round(_pct(v, 95) * 1000, 1)}
-    res["line"] = (f"hook claude-code ({mode}): {res['events']} events, p50 {res['p50_ms']:.0f} ms, p95 "
-                   f"{res['p95_ms']:.0f} ms (UserPromptSubmit p50 {res['UserPromptSubmit']['p50_ms']:.0f} ms, Stop p50 "
-                   f"{res['Stop']['p50_ms']:.0f} ms, SessionStart p50 {res['SessionStart']['p50_ms']:.0f} ms); "
-                   f"{stored}/{len(allt)} stored")
-    return res

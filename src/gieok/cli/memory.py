@@ -64,10 +64,12 @@ def add(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Topic tag (repeatable).")] = None,
     title: Annotated[str | None, typer.Option(help="Short title.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    file: Annotated[list[str] | None, typer.Option("--file", help="A file it is about (repeatable): path, "
+                                                   "path:42, path:10-20 or path::symbol.")] = None,
     db: DbOpt = None,
     user: UserOpt = None,
 ) -> None:
-    """Remember something explicitly: pinned, tagged and embedded now."""
+    """Remember something explicitly: pinned, tagged and embedded now; --file anchors it to code."""
     from gieok.app.runtime import open_service
     from gieok.memory.ingest import MessageIn
 
@@ -80,7 +82,7 @@ def add(
             res = await svc.remember(MessageIn(content=body, user_id=ident.user_id, kind=kind, importance=importance,
                                                d_tags=list(tag or []), title=title or "", source="manual",
                                                agent_platform=ident.agent_platform, agent_model=ident.agent_model,
-                                               project=ident.project))
+                                               project=ident.project), files=list(file or []) or None)
             return res.to_dict()
 
     res = run(go)
@@ -105,6 +107,12 @@ def search(
     model: Annotated[str | None, typer.Option(help="Only this agent model.")] = None,
     include_archived: Annotated[bool, typer.Option("--include-archived", help="Search archived memory too.")] = False,
     recipe: Annotated[str | None, typer.Option(help="Retrieval recipe: hybrid, vector, keyword.")] = None,
+    file: Annotated[str | None, typer.Option("--file", help="Only memories about this file (path or its end: "
+                                             "retry.py, billing/retry.py).")] = None,
+    repo: Annotated[str | None, typer.Option(help="Only memories about files of this repository (name, root "
+                                             "or remote URL).")] = None,
+    stale: Annotated[str | None, typer.Option(help="only: memories whose files changed since; exclude: the "
+                                              "others.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     db: DbOpt = None,
     user: UserOpt = None,
@@ -116,7 +124,8 @@ def search(
     async def go() -> Any:
         async with open_service(s, with_embedder=recipe != "keyword") as svc:
             f = svc.filters(s.user_id, role=role, kind=kind, p_tag=p_tag, tags=tag, date_range=date_range,
-                            platform=platform, model=model, include_archived=include_archived)
+                            platform=platform, model=model, include_archived=include_archived, file=file,
+                            repo=repo, stale=stale)
             return await svc.search(f, query, limit=limit, recipe=recipe)
 
     out = run(go)

@@ -56,6 +56,11 @@ def print_memory_line(m: Memory, score: float | None = None) -> None:
 def print_hits(hits: Sequence[Hit], *, show_score: bool = True) -> None:
     for h in hits:
         print_memory_line(h.memory, h.score if show_score else None)
+        if h.stale:
+            console.print(f"       [yellow]possibly stale:[/] {escape(h.stale)}")
+        if h.fixed_by:
+            fix = " ".join(str(h.fixed_by["content"]).split())[:200]
+            console.print(f"       [green]answered then:[/] {escape(fix)}")
 
 
 def print_notes(notes: Iterable[str]) -> None:

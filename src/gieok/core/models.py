@@ -115,6 +115,11 @@ class SearchFilters:
     include_archived: bool = False
     pinned_only: bool = False
     viewer: Principal | None = None
+    # Anchored to code (gieok.store.code_refs): a file (path, trailing part of one, or absolute), a repository
+    # (name, root or remote URL), and stale = "only" | "exclude" for memories whose files changed since.
+    file: str = ""
+    repo: str = ""
+    stale: str = ""
 
 
 @dataclass(slots=True)
@@ -125,6 +130,9 @@ class Hit:
     score: float
     parts: dict[str, float] = field(default_factory=dict)
     recall_reason: list[str] = field(default_factory=list)
+    anchors: list[dict[str, Any]] = field(default_factory=list)   # the files it is about, and their state
+    stale: str = ""                     # why it may be out of date ("billing/retry.py changed 3 commits ago")
+    fixed_by: dict[str, Any] | None = None   # the answer that followed a turn with the same error
 
     def to_dict(self, max_chars: int | None = None) -> dict[str, Any]:
         m = self.memory
@@ -139,4 +147,7 @@ class Hit:
             "archived": not m.is_active, "score": round(self.score, 4),
             "parts": {k: round(v, 4) for k, v in self.parts.items()},
             "recall_reason": self.recall_reason,
+            **({"anchors": self.anchors} if self.anchors else {}),
+            **({"possibly_stale": True, "stale_reason": self.stale} if self.stale else {}),
+            **({"fixed_by": self.fixed_by} if self.fixed_by else {}),
         }

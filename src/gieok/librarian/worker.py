@@ -32,9 +32,11 @@ from gieok.core.errors import ProviderError
 from gieok.core.metrics import EMBED_LATENCY, LIBRARIAN_ROWS, record_provider_error
 from gieok.core.models import Memory
 from gieok.core.settings import Settings
+from gieok.librarian.code_index import index_rows
 from gieok.librarian.consolidate import consolidate, summarize_session
 from gieok.librarian.maintenance import run_maintenance
 from gieok.librarian.profile import make_extractor, promote_facts
+from gieok.librarian.staleness import check_anchors
 from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
 from gieok.memory.ports import RowStatus, Status
 from gieok.providers.embed.base import Embedder
@@ -46,6 +48,8 @@ log = logging.getLogger(__name__)
 # Forgetting works on a scale of days and consolidation on hours: running them more often only costs.
 MAINTENANCE_EVERY_S = 600.0
 CONSOLIDATE_EVERY_S = 1800.0
+# Files change with every commit, but a stale flag a few minutes late costs little (gieok.librarian.staleness).
+ANCHORS_EVERY_S = 300.0
 # A job lease outlives any sane run; a crashed owner's lease just expires.
 JOB_LEASE_S = 900.0
 # With a store-side wake-up (Postgres LISTEN) the in-process event is checked between slices this long.
@@ -81,6 +85,7 @@ class Librarian:
         self.clock: Callable[[], datetime] = utcnow
         self.maintenance_every_s = MAINTENANCE_EVERY_S
         self.consolidate_every_s = CONSOLIDATE_EVERY_S
+        self.anchors_every_s = ANCHORS_EVERY_S
         self._next_job_check: dict[str, float] = {}
 
     # --- one batch -------------------------------------------------------------------------------------
@@ -174,6 +179,9 @@ class Librarian:
         # previous message gains this one's. Offline and provider-independent, so done for every row, and
         # before the rows are marked done: if it fails, the leases run out and the batch comes back.
         await self.store.refresh_context([m.id for m in rows if m.source == "chat" and m.session_id])
+        # Anchors and error fingerprints (gieok.librarian.code_index): offline too, and only on first processing
+        # or after an edit (both leave tags pending), so a re-embed keeps the anchors' last check.
+        await index_rows(self.store, [m for m in rows if m.tag_status != "ok"])
         await self.store.complete_cold(done, now)
         # Partial successes (tags ok, embedding failed) are kept; the failure is recorded for a retry.
         partial = [r for mid, r in results.items()
@@ -201,6 +209,7 @@ class Librarian:
         owed = await self._promote_profile(rows)
         for m in rows:
             results[m.id].profile = "pending" if m.id in owed else "ok"
+        await index_rows(self.store, [m for m in rows if m.tag_status != "ok"])
         await self.store.complete_cold(list(results.values()), self.clock())
         out: dict[str, RowStatus] = {}
         for m in rows:
@@ -274,6 +283,16 @@ class Librarian:
         """Cluster recent episodic rows into semantic memories and link contradictions, once, now."""
         res = await self._run_job("consolidation", lambda t: self._consolidate(now or t), 0)
         return res if res is not None else {"skipped": "another worker is running consolidation"}
+
+    async def check_anchors(self, now: datetime | None = None) -> dict[str, Any]:
+        """Compare every anchor with its repository now (unless another worker is at it)."""
+        res = await self._run_job("anchors", lambda t: self._anchors_job(now or t), 0)
+        return res if res is not None else {"skipped": "another worker is checking anchors"}
+
+    async def _anchors_job(self, now: datetime) -> dict[str, Any]:
+        res = (await check_anchors(self.store, now=now)).to_dict()
+        # The job's record keeps counts; the anchors themselves hold what was found.
+        return {**res, "stale": len(res["stale"]), "errors": res["errors"][:5]}
 
     async def run_due_jobs(self) -> dict[str, dict[str, Any]]:
         """Run each periodic job whose interval has passed (checked locally, then against the store)."""

@@ -1,8 +1,10 @@
 """Loading context at the start of a session (ARCHITECTURE §8).
 
-In priority order, within a token budget (tokens ≈ chars / 1.7): core profile → pinned memories →
-short-term memory of *this* platform/model/subagent (last N days or the budget, whichever ends first),
-plus collaborating agents' memories on the same project → memories relevant to the query → due reviews.
+In priority order, within a token budget (tokens ≈ chars / 1.7): core profile → pinned memories → turns
+that saw the error the query holds, with their answers (when it holds one) → short-term memory of *this*
+platform/model/subagent (last N days or the budget, whichever ends first), plus collaborating agents'
+memories on the same project → memories relevant to the query → due reviews. Memories about code carry
+their stale flag ("⚠ possibly stale: billing/retry.py changed 3 commits ago").
 A section that does not fit is cut, never the ones before it.
 """
 
@@ -13,9 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from gieok.core.dates import utcnow
-from gieok.core.models import Identity, Memory, SearchFilters
+from gieok.core.models import Hit, Identity, Memory, SearchFilters
 from gieok.core.principal import Principal
 from gieok.core.text import estimate_tokens
+from gieok.memory.code_refs import stale_reason
 from gieok.memory.service import MemoryService
 
 MAX_ITEM_CHARS = 1200  # one long paste must not eat the whole budget
@@ -34,7 +37,7 @@ class ContextBlock:
                 "sections": self.sections}
 
 
-def _line(m: Memory) -> str:
+def _line(m: Memory, stale: str = "", fixed_by: dict[str, Any] | None = None) -> str:
     when = m.created_at.strftime("%Y-%m-%d %H:%M") if m.created_at else ""
     who = m.role
     if m.agent_platform and m.role == "assistant":
@@ -44,7 +47,14 @@ def _line(m: Memory) -> str:
     body = " ".join(m.content.split())
     if len(body) > MAX_ITEM_CHARS:
         body = body[:MAX_ITEM_CHARS] + "…"
-    return f"- [{when}] {who}: {body} (id {m.id})"
+    line = f"- [{when}] {who}: {body} (id {m.id})"
+    if stale:
+        line += f"\n  ⚠ possibly stale: {stale}"
+    if fixed_by:
+        fix = " ".join(str(fixed_by.get("content", "")).split())
+        fix = fix if len(fix) <= MAX_ITEM_CHARS // 2 else fix[:MAX_ITEM_CHARS // 2] + "…"
+        line += f"\n  ↳ we saw this error before; the answer then: {fix} (id {fixed_by.get('id')})"
+    return line
 
 
 async def load_context(svc: MemoryService, ident: Identity, *, project: str | None = None, query: str | None = None,
@@ -74,18 +84,26 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
             block.sections.setdefault(section, []).append(item)
         return True
 
-    def add_memories(section: str, title: str, rows: list[Memory]) -> None:
+    async def add_memories(section: str, title: str, rows: list[Memory], hits: list[Hit] | None = None) -> None:
         rows = [m for m in rows if m.id not in seen]
         if not rows:
             return
         if not add(section, f"\n## {title}"):
             return
+        # Memories about code say when their files changed since (gieok.librarian.staleness).
+        anchors = await svc.store.anchors_for([m.id for m in rows])
+        fixes = {h.memory.id: h.fixed_by for h in hits or [] if h.fixed_by}
         for m in rows:
-            item = {"id": m.id, "content": m.content, "role": m.role,
-                    "created_at": m.created_at.isoformat() if m.created_at else None}
+            stale = stale_reason(anchors.get(m.id, []))
+            item: dict[str, Any] = {"id": m.id, "content": m.content, "role": m.role,
+                                    "created_at": m.created_at.isoformat() if m.created_at else None}
             if m.user_id != ident.user_id:  # shared with the caller: say whose it is
                 item.update(owner=m.user_id, privacy_scope=m.privacy_scope)
-            if not add(section, _line(m), item):
+            if stale:
+                item.update(possibly_stale=True, stale_reason=stale)
+            if m.id in fixes:
+                item["fixed_by"] = fixes[m.id]
+            if not add(section, _line(m, stale, fixes.get(m.id)), item):
                 return
             seen.add(m.id)
 
@@ -101,7 +119,16 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
 
     # 2. pinned memories
     pinned = await svc.store.list_memories(SearchFilters(user_id=ident.user_id, pinned_only=True), limit=50)
-    add_memories("pinned", "Pinned (always remember)", pinned)
+    await add_memories("pinned", "Pinned (always remember)", pinned)
+
+    # An error in the query seen before: those turns and their answers come before everything recent
+    # (gieok.retrieval.same_error), and the query's other matches follow in section 4.
+    hits: list[Hit] = []
+    if query and query.strip():
+        hits = (await svc.search(SearchFilters(user_id=ident.user_id, viewer=viewer), query, limit=10, now=now,
+                                 count_view=False)).hits
+        same = [h for h in hits if "same_error" in h.parts]
+        await add_memories("same_error", "Seen this error before", [h.memory for h in same], same)
 
     # 3. short-term memory of this agent, plus collaborators on the same project
     proj = project if project is not None else ident.project
@@ -124,17 +151,16 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
             break
         kept.append(m)
         cost += c
-    add_memories("recent", f"Recent (last {s.short_term_days:g} days)", list(reversed(kept)))
+    await add_memories("recent", f"Recent (last {s.short_term_days:g} days)", list(reversed(kept)))
 
     # 4. relevant to the query
-    if query and query.strip():
-        outcome = await svc.search(SearchFilters(user_id=ident.user_id, viewer=viewer), query, limit=10, now=now,
-                                   count_view=False)
-        add_memories("relevant", f"Relevant to: {query.strip()[:80]}", [h.memory for h in outcome.hits])
+    if hits:
+        await add_memories("relevant", f"Relevant to: {' '.join((query or '').split())[:80]}",
+                           [h.memory for h in hits], hits)
 
     # 5. due reviews
     due = await svc.due_reviews(ident.user_id, now)
-    add_memories("review", "Due for review", due)
+    await add_memories("review", "Due for review", due)
 
     block.text = "\n".join(lines).strip() + "\n"
     block.tokens = used

@@ -14,12 +14,17 @@ from typing import Any
 from gieok.core.columns import GIVEN_COLUMNS
 from gieok.core.dates import not_in_future, parse_time, utcnow
 from gieok.core.errors import InvalidInput
+from gieok.core.gitfiles import clean_remote
 from gieok.core.ids import is_uuid, uuid7
 from gieok.core.models import KINDS, PRIVACY, ROLES, SOURCES, Identity, Memory
 from gieok.core.redact import redact
 from gieok.core.text import index_text
 
 _MAX_ID = 200
+# Tool output excerpts a capture keeps for error fingerprints (gieok.capture.transcript): bounded here too,
+# whoever sends them.
+MAX_TOOL_ERRORS = 3
+MAX_TOOL_ERROR_CHARS = 4000
 
 
 @dataclass(slots=True)
@@ -106,12 +111,19 @@ def prepare(msg: MessageIn, *, max_bytes: int, redact_secrets: bool = True,
     created = not_in_future(parse_time(msg.created_at, "created_at"), "created_at", now) \
         if msg.created_at not in (None, "") else now
     title = msg.title or ""
-    meta = dict(msg.meta)
+    meta = _code_meta(dict(msg.meta))
     if redact_secrets:
         content, found = redact(content)
         if title:
             title, found_t = redact(title)
             found = found + found_t
+        if meta.get("tool_errors"):
+            kept = []
+            for excerpt in meta["tool_errors"]:
+                excerpt, found_e = redact(excerpt)
+                kept.append(excerpt)
+                found = found + found_e
+            meta["tool_errors"] = kept
         if found:
             meta["redacted"] = sorted({r.kind for r in found})
     memory = Memory(
@@ -151,6 +163,24 @@ def check_team(privacy: str, team: str | None) -> str:
     if privacy != "team" and t:
         raise InvalidInput("team", f"is only for privacy_scope=team (this memory is {privacy})")
     return t
+
+
+def _code_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """The parts of meta about code as the store may keep them: tool error excerpts bounded (strings only),
+    anchors' remote URLs without credentials. The librarian validates anchors fully when it indexes them."""
+    errors = meta.get("tool_errors")
+    if errors is not None:
+        kept = [e[:MAX_TOOL_ERROR_CHARS] for e in errors if isinstance(e, str)] if isinstance(errors, list) else []
+        if kept:
+            meta["tool_errors"] = kept[:MAX_TOOL_ERRORS]
+        else:
+            meta.pop("tool_errors")
+    anchors = meta.get("anchors")
+    if isinstance(anchors, list):
+        meta["anchors"] = [{**a, "remote": clean_remote(a["remote"])} if isinstance(a, dict)
+                           and isinstance(a.get("remote"), str) else a for a in anchors]
+    return meta
+
 
 
 # A message's own columns (gieok.core.columns) and the short names `platform` and `model`; not the pin, which

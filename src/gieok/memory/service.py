@@ -17,6 +17,7 @@ from gieok.core.models import FEEDBACK_EVENTS, KINDS, PRIVACY, RELATIONS, ROLES,
 from gieok.core.principal import Principal
 from gieok.core.settings import Settings
 from gieok.core.text import index_text
+from gieok.memory.code_refs import annotate, check_filters, explicit_anchors
 from gieok.memory.forgetting import forget_row
 from gieok.memory.ingest import MessageIn, check_team, content_hash, norm_label, prepare
 from gieok.memory.ports import RowProcessor, Status
@@ -92,9 +93,12 @@ class MemoryService:
                 self._pending_event.set()
         return mid, inserted
 
-    async def remember(self, msg: MessageIn) -> KnowledgeResult:
+    async def remember(self, msg: MessageIn, *, files: list[str] | None = None,
+                       repo: str | None = None) -> KnowledgeResult:
         """An explicit memory: pinned, tagged and embedded now; if a provider fails it is still stored and
-        the librarian finishes it later."""
+        the librarian finishes it later. `files` anchor it to code (`gieok.memory.code_refs`)."""
+        if files:
+            msg.meta = {**msg.meta, "anchors": explicit_anchors(files, repo)}
         msg.is_pinned = True
         if msg.source == "chat":
             msg.source = "manual"
@@ -120,7 +124,8 @@ class MemoryService:
                 kind: str | None = None, p_tag: str | None = None, tags: list[str] | None = None,
                 date_range: str | None = None, include_archived: bool = False, platform: str | None = None,
                 model: str | None = None, subagent_role: str | None = None, session_id: str | None = None,
-                project: str | None = None, now: datetime | None = None,
+                project: str | None = None, file: str | None = None, repo: str | None = None,
+                stale: str | None = None, now: datetime | None = None,
                 viewer: Principal | None = None) -> SearchFilters:
         roles: tuple[str, ...] = ()
         if role:
@@ -135,11 +140,13 @@ class MemoryService:
                 if k not in KINDS:
                     raise InvalidInput("kind", f"{k!r} is not one of {', '.join(KINDS)}")
         since, until = parse_date_range(date_range, now=now) if date_range else (None, None)
+        file_f, repo_f, stale_f = check_filters(file, repo, stale)
         return SearchFilters(
             user_id=user_id, agent_platform=norm_label(platform), agent_model=norm_label(model),
             subagent_role=norm_label(subagent_role), session_id=session_id or "", project=project or "",
             roles=roles, kinds=kinds, p_tag=norm_label(p_tag), tags=tuple(norm_label(t) for t in tags or () if t),
-            since=since, until=until, include_archived=include_archived, viewer=viewer)
+            since=since, until=until, include_archived=include_archived, viewer=viewer, file=file_f, repo=repo_f,
+            stale=stale_f)
 
     async def search(self, f: SearchFilters, query: str | None, *, limit: int = 10, recipe: str | Recipe | None = None,
                      now: datetime | None = None, count_view: bool = True) -> SearchOutcome:
@@ -156,6 +163,7 @@ class MemoryService:
             await self.store.touch([h.memory.id for h in outcome.hits], now)
         if not outcome.hits and (f.since or f.until):
             outcome.notes.append(empty_window_note(f, now))
+        await annotate(self.store, outcome.hits)     # the files each is about, and whether they changed since
         return outcome
 
     def pair_thresholds(self) -> dict[tuple[str, str], float]:

@@ -17,6 +17,7 @@ from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
+from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import text_script
 from gieok.store.base import Store, Vector
 
@@ -143,4 +144,6 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
         use_recipe = replace(use_recipe, keep_threshold=0.0, r_cos=0.0, r_bm25=max(recipe.r_bm25, 0.3))
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
                 limit=limit)
+    # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
+    hits = await with_same_error(store, f, query, hits, limit=limit)
     return SearchOutcome(hits, mode, notes)

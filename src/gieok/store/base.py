@@ -30,6 +30,7 @@ from gieok.core.columns import UPDATABLE
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.principal import Principal
 from gieok.store.auth_base import AuthTables
+from gieok.store.code_refs import CodeRefs
 
 Vector = npt.NDArray[np.float32]
 
@@ -308,5 +309,6 @@ class Relations(Protocol):
     async def list_feedback(self, memory_id: str) -> list[FeedbackRow]: ...
 
 
-class Store(Lifecycle, MemoryRows, SearchIndex, ColdQueue, JobLeases, Profiles, Relations, AuthTables, Protocol):
+class Store(Lifecycle, MemoryRows, SearchIndex, ColdQueue, JobLeases, Profiles, Relations, AuthTables, CodeRefs,
+            Protocol):
     """Everything a backend provides."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from gieok.core.models import SearchFilters
 from gieok.core.principal import Principal
+from gieok.store.code_refs import anchor_conditions
 
 
 def visible_clause(viewer: Principal, ph: str, alias: str = "m") -> tuple[str, list[Any]]:
@@ -69,4 +70,8 @@ def where_clause(f: SearchFilters, ph: str, tags_sql: Callable[[str, str], str],
     if f.pinned_only:
         parts.append(f"{a}is_pinned = {ph}")
         params.append(True)
+    if f.file or f.repo or f.stale:
+        more, more_params = anchor_conditions(f, ph, alias)
+        parts += more
+        params += more_params
     return " AND ".join(parts), params

@@ -31,6 +31,11 @@ async def manage_knowledge(
                              Field(description="add/update: who may read it — private (default), team, "
                                                "public. Updating it shares (or unshares) your memory.")] = None,
     team: Annotated[str | None, Field(description="The team to share with (privacy_scope=team).")] = None,
+    files: Annotated[list[str] | None, Field(description="add: files the memory is about ('billing/retry.py', "
+                                                         "'src/app.ts:10-20', 'x.py::func'); it is flagged "
+                                                         "possibly stale when they change.")] = None,
+    repo: Annotated[str | None, Field(description="add: the repository directory `files` are relative to "
+                                                  "(default: the server's working directory).")] = None,
 ) -> dict[str, Any]:
     """Store, change or forget knowledge. action=add on target=memory stores an explicit memory: pinned
     (never archived), tagged and embedded at once; the answer says {stored, tagged, embedded}. Memories are
@@ -50,7 +55,7 @@ async def manage_knowledge(
             raise InvalidInput("content", "is required for action=add")
         scope = svc.check_scope(viewer, privacy_scope, team)
         res = await svc.remember(explicit_message(ident, content, kind=kind, importance=importance, tags=tags,
-                                                  title=title, scope=scope))
+                                                  title=title, scope=scope), files=files, repo=repo)
         c.audit(memory_ids=[res.id], detail=f"scope={scope[0] if scope else 'private'}")
         return res.to_dict()
     if not id:

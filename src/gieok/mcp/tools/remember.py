@@ -22,6 +22,10 @@ async def remember(
     privacy_scope: Annotated[Literal["private", "team", "public"] | None,
                              Field(description="Who may read it: private (default), team, public.")] = None,
     team: Annotated[str | None, Field(description="The team to share with (privacy_scope=team).")] = None,
+    files: Annotated[list[str] | None, Field(description="Files it is about ('billing/retry.py', "
+                                                         "'src/app.ts:10-20'): flagged possibly stale when "
+                                                         "they change.")] = None,
+    repo: Annotated[str | None, Field(description="The repository directory `files` are relative to.")] = None,
 ) -> dict[str, Any]:
     """Remember something explicitly (pinned; tagged and embedded at once). private by default; team or public
     shares it."""
@@ -30,6 +34,6 @@ async def remember(
     c.require_write()
     scope = svc.check_scope(c.principal, privacy_scope, team)
     res = await svc.remember(explicit_message(c.ident, content, kind=kind, importance=importance,
-                                              tags=tags, title=title, scope=scope))
+                                              tags=tags, title=title, scope=scope), files=files, repo=repo)
     c.audit(memory_ids=[res.id], detail=f"scope={scope[0] if scope else 'private'}")
     return dict(res.to_dict())

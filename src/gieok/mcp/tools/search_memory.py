@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -29,14 +29,25 @@ async def search_memory(
     model: Annotated[str | None, Field(description="Only memories of this agent model.")] = None,
     subagent_role: Annotated[str | None, Field(description="Only this subagent role.")] = None,
     session_id: Annotated[str | None, Field(description="Only this session.")] = None,
+    file: Annotated[str | None, Field(description="Only memories about this file: a path or its end "
+                                                  "('billing/retry.py', 'retry.py').")] = None,
+    repo: Annotated[str | None, Field(description="Only memories about files of this repository (name, "
+                                                  "root path or remote URL).")] = None,
+    stale: Annotated[Literal["only", "exclude"] | None, Field(description="only: memories whose files changed "
+                                                                         "since they were written; exclude: leave "
+                                                                         "those out.")] = None,
 ) -> dict[str, Any]:
     """Search long-term memory (semantic + keyword) with optional filters: your own memories, your teams'
-    shared ones and public ones. Each result has its score parts, a recall_reason and its owner."""
+    shared ones and public ones. Each result has its score parts, a recall_reason and its owner; memories
+    about code list their files and, when those changed since, possibly_stale with the reason. Paste an
+    error or stack trace as the query to find the turns that saw the same error first, with the answer that
+    followed (fixed_by)."""
     svc = service(ctx)
     c = await caller(ctx, svc, "search_memory")
     f = svc.filters(c.ident.user_id, role=role, kind=kind, p_tag=p_tag, tags=tags, date_range=date_range,
                     include_archived=include_archived, platform=platform, model=model,
-                    subagent_role=subagent_role, session_id=session_id, viewer=c.principal)
+                    subagent_role=subagent_role, session_id=session_id, viewer=c.principal, file=file, repo=repo,
+                    stale=stale)
     out = await svc.search(f, query, limit=limit)
     c.audit_reads(h.memory for h in out.hits)
     return {"results": [h.to_dict(max_chars=2000) for h in out.hits], "mode": out.mode, "notes": out.notes}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from gieok.store.postgres.auth_tables import PostgresAuthTables
 from gieok.store.postgres.browse import BrowseMixin
+from gieok.store.postgres.code_refs import PostgresCodeRefs
 from gieok.store.postgres.connection import HNSW_EF_SEARCH, postgres_conninfo
 from gieok.store.postgres.memories import MemoryRowsMixin
 from gieok.store.postgres.profiles import ProfilesMixin, RelationsMixin
@@ -40,6 +41,6 @@ __all__ = ["HNSW_EF_SEARCH", "PostgresStore", "postgres_conninfo", "vector_index
 
 
 class PostgresStore(MemoryRowsMixin, BrowseMixin, SearchMixin, ColdQueueMixin, JobLeasesMixin, ProfilesMixin,
-                    RelationsMixin, PostgresAuthTables):
+                    RelationsMixin, PostgresAuthTables, PostgresCodeRefs):
     """A `gieok.store.base.Store` on PostgreSQL + pgvector: `PostgresStore("postgresql://user@host/db")`, then
     `await store.open()`."""

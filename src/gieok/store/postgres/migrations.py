@@ -286,6 +286,51 @@ async def m009_shown_count(db: AsyncConnection[Any]) -> None:
     await db.execute("UPDATE memory SET shown_count = view_count, view_count = 0 WHERE view_count <> 0")
 
 
+async def m010_code_refs(db: AsyncConnection[Any]) -> None:
+    # What memories say about code (gieok.store.code_refs): file anchors with their last staleness check, and
+    # error fingerprints. Own tables, so the hot path's insert stays one row; rows go with their memory.
+    await db.execute("""
+        CREATE TABLE memory_anchors (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            memory_id text NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            repo_root text NOT NULL DEFAULT '',
+            repo_remote text NOT NULL DEFAULT '',
+            repo_name text NOT NULL DEFAULT '',
+            path text NOT NULL,
+            commit_id text NOT NULL DEFAULT '',
+            blob text NOT NULL DEFAULT '',
+            line_start integer,
+            line_end integer,
+            symbol text NOT NULL DEFAULT '',
+            via text NOT NULL DEFAULT 'mention',
+            status text NOT NULL DEFAULT 'unchecked' CHECK (status IN
+                ('unchecked','unchanged','changed','moved','deleted','unknown')),
+            detail text NOT NULL DEFAULT '',
+            current_path text NOT NULL DEFAULT '',
+            checked_head text NOT NULL DEFAULT '',
+            checked_blob text NOT NULL DEFAULT '',
+            checked_at timestamptz,
+            UNIQUE (memory_id, repo_root, path)
+        )""")
+    await db.execute("CREATE INDEX memory_anchors_repo ON memory_anchors (repo_root, id)")
+    await db.execute("CREATE INDEX memory_anchors_remote ON memory_anchors (repo_remote, id) WHERE repo_remote <> ''")
+    await db.execute("CREATE INDEX memory_anchors_stale ON memory_anchors (memory_id) "
+                     "WHERE status IN ('changed','moved','deleted')")
+    await db.execute("""
+        CREATE TABLE memory_fingerprints (
+            memory_id text NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            digest text NOT NULL,
+            signature text NOT NULL,
+            language text NOT NULL DEFAULT '',
+            error_type text NOT NULL DEFAULT '',
+            message text NOT NULL DEFAULT '',
+            frames text NOT NULL DEFAULT '[]',
+            PRIMARY KEY (memory_id, digest)
+        )""")
+    await db.execute("CREATE INDEX memory_fingerprints_digest ON memory_fingerprints (digest)")
+    await db.execute("CREATE INDEX memory_fingerprints_signature ON memory_fingerprints (signature)")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -298,6 +343,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (7, "profile_status", m007_profile_status),
     (8, "browse_indexes", m008_browse_indexes),
     (9, "shown_count", m009_shown_count),
+    (10, "code_refs", m010_code_refs),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

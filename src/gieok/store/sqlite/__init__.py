@@ -15,13 +15,14 @@ Why it looks like this:
 The modules: `connection` (open, transactions, migrations, checks), `codec` (a `Memory` as a row),
 `memories` (the rows), `search` (FTS5, substring, vectors), `queue` (the librarian's queue and job leases),
 `profiles` (profiles, project tags, links, feedback), `auth_tables` (teams, API keys, audit, erasure),
-`migrations`; `browse` (the dashboard's timeline, chart and menus).
+`migrations`; `browse` (the dashboard's timeline, chart and menus); `code_refs` (anchors and error fingerprints).
 """
 
 from __future__ import annotations
 
 from gieok.store.sqlite.auth_tables import SQLiteAuthTables
 from gieok.store.sqlite.browse import BrowseMixin
+from gieok.store.sqlite.code_refs import SQLiteCodeRefs
 from gieok.store.sqlite.connection import sqlite_path
 from gieok.store.sqlite.memories import MemoryRowsMixin
 from gieok.store.sqlite.profiles import ProfilesMixin, RelationsMixin
@@ -32,6 +33,6 @@ __all__ = ["SQLiteStore", "sqlite_path"]
 
 
 class SQLiteStore(MemoryRowsMixin, BrowseMixin, SearchMixin, ColdQueueMixin, JobLeasesMixin, ProfilesMixin,
-                  RelationsMixin, SQLiteAuthTables):
+                  RelationsMixin, SQLiteAuthTables, SQLiteCodeRefs):
     """A `gieok.store.base.Store` on one SQLite file: `SQLiteStore("sqlite:///path/memory.db")`, then
     `await store.open()`."""

@@ -262,6 +262,51 @@ def m009_shown_count(db: sqlite3.Connection) -> None:
     db.execute("UPDATE memory SET shown_count = view_count, view_count = 0")
 
 
+def m010_code_refs(db: sqlite3.Connection) -> None:
+    # What memories say about code (gieok.store.code_refs): file anchors with their last staleness check, and
+    # error fingerprints. Own tables, so the hot path's insert stays one row; rows go with their memory.
+    db.execute("""
+        CREATE TABLE memory_anchors (
+            id INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            repo_root TEXT NOT NULL DEFAULT '',
+            repo_remote TEXT NOT NULL DEFAULT '',
+            repo_name TEXT NOT NULL DEFAULT '',
+            path TEXT NOT NULL,
+            commit_id TEXT NOT NULL DEFAULT '',
+            blob TEXT NOT NULL DEFAULT '',
+            line_start INTEGER,
+            line_end INTEGER,
+            symbol TEXT NOT NULL DEFAULT '',
+            via TEXT NOT NULL DEFAULT 'mention',
+            status TEXT NOT NULL DEFAULT 'unchecked' CHECK (status IN
+                ('unchecked','unchanged','changed','moved','deleted','unknown')),
+            detail TEXT NOT NULL DEFAULT '',
+            current_path TEXT NOT NULL DEFAULT '',
+            checked_head TEXT NOT NULL DEFAULT '',
+            checked_blob TEXT NOT NULL DEFAULT '',
+            checked_at TEXT,
+            UNIQUE (memory_id, repo_root, path)
+        )""")
+    db.execute("CREATE INDEX memory_anchors_repo ON memory_anchors (repo_root, id)")
+    db.execute("CREATE INDEX memory_anchors_remote ON memory_anchors (repo_remote, id) WHERE repo_remote <> ''")
+    db.execute("CREATE INDEX memory_anchors_stale ON memory_anchors (memory_id) "
+               "WHERE status IN ('changed','moved','deleted')")
+    db.execute("""
+        CREATE TABLE memory_fingerprints (
+            memory_id TEXT NOT NULL REFERENCES memory(id) ON DELETE CASCADE,
+            digest TEXT NOT NULL,
+            signature TEXT NOT NULL,
+            language TEXT NOT NULL DEFAULT '',
+            error_type TEXT NOT NULL DEFAULT '',
+            message TEXT NOT NULL DEFAULT '',
+            frames TEXT NOT NULL DEFAULT '[]',
+            PRIMARY KEY (memory_id, digest)
+        )""")
+    db.execute("CREATE INDEX memory_fingerprints_digest ON memory_fingerprints (digest)")
+    db.execute("CREATE INDEX memory_fingerprints_signature ON memory_fingerprints (signature)")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -272,4 +317,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (7, "profile_status", m007_profile_status),
     (8, "browse_indexes", m008_browse_indexes),
     (9, "shown_count", m009_shown_count),
+    (10, "code_refs", m010_code_refs),
 ]
