@@ -20,7 +20,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gieok.core.version import __version__
 
 # name → the module that defines it. Kept in step with the TYPE_CHECKING imports below (tests/test_public_api.py).
 _EXPORTS: dict[str, str] = {

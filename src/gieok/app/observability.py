@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from gieok import __version__
+from gieok.core.version import __version__
 from gieok.core.dates import utcnow
 from gieok.core.errors import GieokError
 from gieok.core.metrics import BUILD, QUEUE_LAG, QUEUE_ROWS
