@@ -19,11 +19,11 @@ from typing import Any
 import anyio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from gieok.core.version import __version__
 from gieok.core.dates import utcnow
 from gieok.core.errors import GieokError
 from gieok.core.metrics import BUILD, QUEUE_LAG, QUEUE_ROWS
 from gieok.core.settings import Settings
+from gieok.core.version import __version__
 from gieok.memory.service import MemoryService
 from gieok.store.base import QueueStatus
 
