@@ -8,7 +8,7 @@ import sqlite3
 import psycopg
 
 from gieok.app.doctor import run_checks
-from gieok.cli.capture import count_rows
+from gieok.bench.hook import count_rows
 from gieok.core.columns import COLUMN_NAMES
 from gieok.core.settings import Settings
 from gieok.memory.ingest import MessageIn

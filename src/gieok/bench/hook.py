@@ -63,6 +63,26 @@ def _entry(kind: str, i: int, session: str, cwd: str, content: Any, model: str =
     return json.dumps(e) + "\n"
 
 
+async def count_rows(url: str, *, with_anchors: bool = False) -> Any:
+    """Every row of the store at `url`, deleted ones included, whichever backend it is (through the store, so
+    the bench never assumes SQLite); with `with_anchors`, also how many rows carry code anchors."""
+    from gieok.core.models import SearchFilters
+    from gieok.store import open_store
+    store = open_store(url)
+    await store.open()
+    try:
+        total = int((await store.stats(None))["total"])
+        if not with_anchors:
+            return total
+        anchored = 0
+        for user_id in await store.list_user_ids():
+            async for page in store.iter_pages(SearchFilters(user_id=user_id, include_archived=True)):
+                anchored += sum(1 for m in page if m.meta.get("anchors"))
+        return total, anchored
+    finally:
+        await store.close()
+
+
 def run_hook_bench(events: int, *, with_server: bool) -> dict[str, Any]:
     """Spawn the real `gieok hook claude-code` once per event and time it from spawn to exit."""
     from gieok.capture.install import gieok_argv
@@ -146,10 +166,8 @@ def _bench_events(exe: list[str], env: dict[str, str], home: Path, events: int, 
             fire({**base, "hook_event_name": "Stop", "last_assistant_message": answer})
     for _ in range(10):
         fire({**base, "hook_event_name": "SessionStart", "source": "startup"})
-    import sqlite3
-    with sqlite3.connect(home / "memory.db") as db:
-        stored = int(db.execute("SELECT count(*) FROM memory").fetchone()[0])
-        anchored = int(db.execute("SELECT count(*) FROM memory WHERE meta LIKE '%\"anchors\"%'").fetchone()[0])
+    import asyncio
+    stored, anchored = asyncio.run(count_rows(f"sqlite:///{home / 'memory.db'}", with_anchors=True))
     allt = times["UserPromptSubmit"] + times["Stop"]
     res: dict[str, Any] = {"mode": mode, "events": len(allt), "stored": stored, **_ms(allt)}
     for k, v in times.items():
