@@ -6,7 +6,8 @@ A hook runs on every prompt, so it must never block or break the agent:
   also appended to `<GIEOK_HOME>/hooks/hook.log`, since agents hide a hook's stderr;
 - stdout stays empty except for SessionStart, whose stdout Claude Code adds to the model's context;
 - when a server runs (`gieok serve --transport http`) the hook talks to it (connect timeout 0.3 s) instead of
-  opening the database, and opens the database itself when nothing answers;
+  opening the database, but only when its `/health` reports the same store (`serves_our_store`): a server of
+  another database on the same port is ignored; it opens the database itself when nothing (right) answers;
 - imports stay light: the store (numpy) is only imported when no server answers, the service and the
   embedder only for SessionStart without a server.
 
@@ -395,6 +396,21 @@ def _http(settings: Any, method: str, path: str, body: bytes | None = None) -> t
         conn.close()
 
 
+def serves_our_store(settings: Any) -> bool:
+    """Does the server answering on our port serve the database this hook is configured for? Its `/health`
+    names its store (`gieok.core.store_id`); another run's server on the same port must not receive our rows
+    (nor give us its context). False when nothing answers."""
+    from gieok.core.store_id import store_fingerprint
+    res = _http(settings, "GET", "/health")
+    if res is None or res[0] != 200:
+        return False
+    try:
+        health = json.loads(res[1])
+    except ValueError:
+        return False
+    return isinstance(health, dict) and health.get("store") == store_fingerprint(settings.resolved_database_url)
+
+
 def _wire(m: MessageIn) -> dict[str, Any]:
     when = m.created_at.isoformat() if isinstance(m.created_at, datetime) else m.created_at
     return {"content": m.content, "user_id": m.user_id, "role": m.role, "platform": m.agent_platform,
@@ -406,7 +422,9 @@ def deliver(settings: Any, msgs: list[MessageIn]) -> list[str]:
     """Store messages through the running server, else directly. Returns the refusals (bad input)."""
     if not msgs:
         return []
-    res = _http(settings, "POST", "/v1/messages", json.dumps([_wire(m) for m in msgs]).encode())
+    res = None
+    if serves_our_store(settings):
+        res = _http(settings, "POST", "/v1/messages", json.dumps([_wire(m) for m in msgs]).encode())
     if res is not None and res[0] == 200:
         return []
     # No server, or it refused part of the batch: the direct path stores what is valid and names the rest.
@@ -440,7 +458,7 @@ def session_context(settings: Any, *, model: str, project: str) -> str | None:
     from urllib.parse import urlencode
     q = urlencode({"platform": CLAUDE, "model": model, "project": project, "budget": budget,
                    "user_id": settings.user_id})
-    res = _http(settings, "GET", f"/v1/context?{q}")
+    res = _http(settings, "GET", f"/v1/context?{q}") if serves_our_store(settings) else None
     if res is not None and res[0] == 200:
         block = json.loads(res[1])
     else:

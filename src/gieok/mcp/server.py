@@ -25,6 +25,7 @@ from gieok.auth.team import LOOPBACK, TeamAuth
 from gieok.core.errors import ConfigError
 from gieok.core.settings import Settings
 from gieok.mcp import tools
+from gieok.mcp.browser_guard import BrowserGuard
 from gieok.mcp.http_routes import register_http_routes
 from gieok.mcp.prompts import register_prompts
 from gieok.mcp.resources import register_resources
@@ -80,7 +81,9 @@ def check_exposure(settings: Settings) -> None:
 
 
 def build_http_app(mcp: GieokMCP, settings: Settings) -> ASGIApp:
-    """The Streamable HTTP app with the gate in front of every route."""
+    """The Streamable HTTP app with the browser guard (Host, Origin/Sec-Fetch-Site, Content-Type) and then the
+    gate (body limit, authentication, rate limit) in front of every route, the dashboard's included."""
     check_exposure(settings)
     app = mcp.streamable_http_app(host=settings.host)
-    return HttpGate(app, mcp.team)
+    return BrowserGuard(HttpGate(app, mcp.team), bind_host=settings.host, allowed_hosts=settings.allowed_hosts,
+                        allowed_origins=settings.allowed_origins)

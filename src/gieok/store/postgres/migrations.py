@@ -256,6 +256,13 @@ async def m006_team_server(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
 
 
+async def m007_request_keys(db: AsyncConnection[Any]) -> None:
+    # Idempotency-Key of POST /v1/messages (as in SQLite): the ids a request stored, in its own transaction.
+    await db.execute("""CREATE TABLE request_keys (user_id text NOT NULL, key text NOT NULL, fingerprint text NOT NULL,
+        result jsonb NOT NULL DEFAULT '[]', created_at timestamptz NOT NULL, PRIMARY KEY (user_id, key))""")
+    await db.execute("CREATE INDEX request_keys_created ON request_keys (created_at)")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -265,6 +272,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
+    (7, "request_keys", m007_request_keys),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

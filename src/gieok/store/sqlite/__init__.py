@@ -38,7 +38,9 @@ from gieok.store.base import (
     ColdResult,
     FeedbackRow,
     Link,
+    NewRow,
     ProjectTag,
+    RequestKey,
     UserProfile,
     Vector,
     checked_changes,
@@ -54,6 +56,7 @@ from gieok.store.context_sql import (
 )
 from gieok.store.sqlfilters import visible_clause, where_clause
 from gieok.store.sqlite.auth_tables import SQLiteAuthTables
+from gieok.store.sqlite.batch import insert_rows
 from gieok.store.sqlite.migrations import MIGRATIONS
 
 _JSON_COLS = ("p_tags", "d_tags", "meta")
@@ -254,6 +257,16 @@ class SQLiteStore(SQLiteAuthTables):
                              "AND created_at=?", (m.user_id, m.session_id, m.content_hash,
                                                   iso(m.created_at))).fetchone()
             return str(row[0]), False
+
+    async def insert_batch(self, rows: list[NewRow], *, request: RequestKey | None = None) -> list[tuple[str, bool]]:
+        def run() -> list[tuple[str, bool]]:
+            with self._write() as db:
+                try:
+                    return insert_rows(db, rows, request, self._INSERT_SQL, self._insert_params)
+                except sqlite3.IntegrityError as exc:
+                    raise StoreError(f"row refused by the database: {exc}") from exc
+        # One row is the hot path (microseconds, inline as insert_memory); a batch goes to a worker thread.
+        return run() if len(rows) <= 1 else await anyio.to_thread.run_sync(run)
 
     async def insert_many(self, rows: list[tuple[Memory, str]], vectors: dict[str, Vector] | None = None) -> int:
         """Bulk insert in one transaction (imports, copies); duplicates are skipped. Returns rows inserted."""

@@ -235,6 +235,14 @@ def m006_team_server(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX audit_actor ON audit_log (actor, ts)")
 
 
+def m007_request_keys(db: sqlite3.Connection) -> None:
+    # Idempotency-Key of POST /v1/messages: the ids a request stored, written in the same transaction as its
+    # rows, so a retry after a timeout or a crash gets the same answer instead of a second copy.
+    db.execute("""CREATE TABLE request_keys (user_id TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+        result TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL, PRIMARY KEY (user_id, key))""")
+    db.execute("CREATE INDEX request_keys_created ON request_keys (created_at)")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -242,4 +250,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (4, "fts_vocabulary", m004_fts_vocabulary),
     (5, "neighbour_context", m005_neighbour_context),
     (6, "team_server", m006_team_server),
+    (7, "request_keys", m007_request_keys),
 ]
