@@ -157,9 +157,9 @@ def register_http_routes(mcp: MCPServer[MemoryService], slot: ServiceSlot, team:
             for i, item in enumerate(items):
                 if not isinstance(item, dict):
                     raise InvalidInput("body" if len(items) == 1 else f"[{i}]", "each message must be a JSON object")
-            users = {i["user_id"] for i in items if i.get("user_id")}
-            if any(not isinstance(u, str) for u in users):
+            if any(i.get("user_id") is not None and not isinstance(i["user_id"], str) for i in items):
                 raise InvalidInput("user_id", "must be a string")
+            users = {check_label("user_id", i["user_id"]) for i in items if i.get("user_id")}
             if len(users) > 1:
                 raise InvalidInput("user_id", "one request carries one user's messages")
             base, p = await _who(request, svc, team, "POST /v1/messages", {}, users.pop() if users else "")
