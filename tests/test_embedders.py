@@ -10,7 +10,13 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from gieok.core.errors import ConfigError, PermanentProviderError, ProviderError, TransientProviderError
+from gieok.core.errors import (
+    ConfigError,
+    MalformedAnswer,
+    PermanentProviderError,
+    ProviderError,
+    TransientProviderError,
+)
 from gieok.core.settings import Settings
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.factory import make_embedder
@@ -192,8 +198,8 @@ FAILURES: list[tuple[Mode, type[ProviderError]]] = [
     ("down", TransientProviderError),
     ("slow", TransientProviderError),
     ("rate_limited", TransientProviderError),
-    ("garbage", PermanentProviderError),
-    ("wrong_count", PermanentProviderError),
+    ("garbage", MalformedAnswer),
+    ("wrong_count", MalformedAnswer),
     ("unauthorized", PermanentProviderError),
 ]
 

@@ -4,6 +4,7 @@ notify, and talking to a running server instead of the database."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -318,10 +319,10 @@ def test_codex_notify(tmp_path: Path, project: Path) -> None:
 
 
 # --- with a server running -----------------------------------------------------------------------------
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
+@contextlib.contextmanager
+def running_server(home: Path) -> Iterator[dict[str, str]]:
+    """`gieok serve --transport http` for the database in `home`; yields its environment (GIEOK_PORT)."""
     import urllib.request
-    home = tmp_path / "server-home"
     env = hook_env(home)
     proc = subprocess.Popen([GIEOK, "serve", "--transport", "http", "--port", env["GIEOK_PORT"], "--no-librarian"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -338,7 +339,7 @@ def server(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
             raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "server did not start")
         time.sleep(0.2)
     try:
-        yield env, home / "memory.db"
+        yield env
     finally:
         proc.terminate()
         try:
@@ -347,22 +348,59 @@ def server(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
             proc.kill()
 
 
-def test_hook_talks_to_a_running_server(tmp_path: Path, project: Path, server: tuple[dict[str, str], Path]) -> None:
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
+    home = tmp_path / "server-home"
+    with running_server(home) as env:
+        yield env, home / "memory.db"
+
+
+# A token the server redacts and the hook is told not to: a redacted row went through the server.
+FAKE_TOKEN = "gh" + "p_" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LmZx9Q"
+
+
+def test_hook_talks_to_a_running_server_of_its_own_store(tmp_path: Path, project: Path,
+                                                         server: tuple[dict[str, str], Path]) -> None:
     server_env, server_db = server
-    # The hook is pointed at another database file: rows can only reach the server's file through the server.
-    env = {**server_env, "GIEOK_DATABASE_URL": f"sqlite:///{tmp_path / 'elsewhere.db'}"}
+    env = {**server_env, "GIEOK_REDACT_SECRETS": "false"}
     tr = tmp_path / "t.jsonl"
     g = Growing(tr)
     g.to("u-01")
-    assert run_hook(env, event("UserPromptSubmit", tr, project)).stderr == ""
+    prompt = f"{EVENTS['UserPromptSubmit']['prompt']} my token is {FAKE_TOKEN}"
+    assert run_hook(env, event("UserPromptSubmit", tr, project, prompt=prompt)).stderr == ""
     g.to("a-08")
     assert run_hook(env, event("Stop", tr, project)).stderr == ""
-    assert [r["role"] for r in rows(server_db)] == ["user", "assistant"]
-    assert not (tmp_path / "elsewhere.db").exists()
+    got = rows(server_db)
+    assert [r["role"] for r in got] == ["user", "assistant"]
+    assert FAKE_TOKEN not in got[0]["content"] and "[REDACTED:github_token]" in got[0]["content"]
     r = run_hook(env, event("SessionStart", tr, project, source="resume"))
     assert r.returncode == 0 and r.stderr == ""
     assert "integer cents" in r.stdout and "once in ten runs" in r.stdout
-    assert not (tmp_path / "elsewhere.db").exists()
+
+
+def test_hook_ignores_a_server_of_another_store(tmp_path: Path, project: Path,
+                                                server: tuple[dict[str, str], Path]) -> None:
+    """Two servers, two stores: a hook configured for store B, with server A on its port, writes to B itself;
+    pointed at B's server, it goes through that one."""
+    server_env, server_db = server
+    other_home = tmp_path / "other-home"
+    with running_server(other_home) as other_env:
+        mine = {**server_env, "GIEOK_DATABASE_URL": f"sqlite:///{other_home / 'memory.db'}",
+                "GIEOK_REDACT_SECRETS": "false"}
+        tr = tmp_path / "t.jsonl"
+        Growing(tr).to("u-01")
+        prompt = f"token {FAKE_TOKEN}"
+        assert run_hook(mine, event("UserPromptSubmit", tr, project, prompt=prompt)).stderr == ""
+        assert rows(server_db) == []                        # server A never saw it
+        direct = rows(other_home / "memory.db")
+        assert [r["content"] for r in direct] == [prompt]   # written directly: not redacted by a server
+        r = run_hook(mine, event("SessionStart", tr, project, source="resume"))
+        assert r.returncode == 0 and r.stderr == ""
+        assert "integer cents" not in r.stdout              # no context from A's store either
+        through_b = {**mine, "GIEOK_PORT": other_env["GIEOK_PORT"]}
+        assert run_hook(through_b, event("UserPromptSubmit", tr, project, prompt=prompt + " again")).stderr == ""
+        assert rows(server_db) == []
+        assert [r["content"] for r in rows(other_home / "memory.db")][-1] == "token [REDACTED:github_token] again"
 
 
 def test_context_endpoint(server: tuple[dict[str, str], Path]) -> None:

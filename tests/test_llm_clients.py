@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from pydantic import BaseModel
 
-from gieok.core.errors import ConfigError, PermanentProviderError, TransientProviderError
+from gieok.core.errors import ConfigError, MalformedAnswer, PermanentProviderError, TransientProviderError
 from gieok.core.settings import Settings
 from gieok.providers.llm import LLM, AnthropicLLM, GeminiLLM, OpenAIChatLLM, make_llm, parse_answer
 from tests.fakes.llm_server import FakeLLMServer
@@ -72,22 +72,22 @@ async def test_code_fenced_answer_is_accepted(llm: LLM, server: FakeLLMServer) -
     assert await llm.complete_json("s", "u", Answer) == Answer(tags=["x"], score=1.0)
 
 
-async def test_garbage_answer_is_a_permanent_error_not_an_empty_result(llm: LLM, server: FakeLLMServer) -> None:
+async def test_garbage_answer_is_a_malformed_answer_not_an_empty_result(llm: LLM, server: FakeLLMServer) -> None:
     server.mode = "garbage"
-    with pytest.raises(PermanentProviderError, match="answer did not match Answer"):
+    with pytest.raises(MalformedAnswer, match="answer did not match Answer"):
         await llm.complete_json("s", "u", Answer)
 
 
 async def test_schema_mismatch_is_a_permanent_error(llm: LLM, server: FakeLLMServer) -> None:
     server.script({"tags": "not-a-list"}, {"results": []})
     for _ in range(2):
-        with pytest.raises(PermanentProviderError, match="answer did not match Answer"):
+        with pytest.raises(MalformedAnswer, match="answer did not match Answer"):
             await llm.complete_json("s", "u", Answer)
 
 
 async def test_non_json_body_is_a_permanent_error(llm: LLM, server: FakeLLMServer) -> None:
     server.mode = "garbage_body"
-    with pytest.raises(PermanentProviderError, match="not JSON"):
+    with pytest.raises(MalformedAnswer, match="not JSON"):
         await llm.complete_json("s", "u", Answer)
 
 
@@ -197,7 +197,7 @@ def test_parse_answer_tolerates_prose_around_one_object() -> None:
 
 @pytest.mark.parametrize("text", ["", "[]", "null", "{}", '{"tags": ["a"]}', "no json here", '{"tags": [1,'])
 def test_parse_answer_refuses_anything_that_does_not_validate(text: str) -> None:
-    with pytest.raises(PermanentProviderError, match="answer did not match Answer"):
+    with pytest.raises(MalformedAnswer, match="answer did not match Answer"):
         parse_answer("m", text, Answer)
 
 

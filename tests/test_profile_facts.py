@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gieok.core.errors import PermanentProviderError
+from gieok.core.errors import MalformedAnswer
 from gieok.librarian.profile_facts import (
     CORE_KEYS,
     FACT_KEYS,
@@ -178,10 +178,10 @@ async def test_llm_extractor_never_asks_about_non_user_messages(
     {"nothing": []},
     "I could not find any facts.",
 ])
-async def test_llm_extractor_bad_answer_is_permanent(
+async def test_llm_extractor_bad_answer_is_malformed(
         extractor: LLMFactExtractor, server: FakeLLMServer, answer: object) -> None:
     server.script(answer)
-    with pytest.raises(PermanentProviderError, match="answer did not match"):
+    with pytest.raises(MalformedAnswer, match="answer did not match"):
         await extractor.extract("I'm a backend engineer", "user")
 
 

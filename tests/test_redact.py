@@ -44,6 +44,8 @@ JWT = (
 )
 OPAQUE = fake(32, ALNUM + "._~-")
 PASSWORD = "Tr0ub4dor" + "&3x"
+STRIPE_LIVE = "sk" + "_live_" + fake(24)
+STRIPE_RESTRICTED = "rk" + "_live_" + fake(30)
 
 
 def pem(label: str) -> str:
@@ -78,6 +80,16 @@ TRUE_POSITIVES: list[tuple[str, str, list[str]]] = [
     ),
     # aws_access_key (an `_id` name is not an env_secret, the AKIA shape is what is caught)
     (f"aws_access_key_id = {AWS_ACCESS}\n", f"aws_access_key_id = {R('aws_access_key')}\n", ["aws_access_key"]),
+    # stripe_key: bare, with no name around it
+    (f"charge with {STRIPE_LIVE} today", f"charge with {R('stripe_key')} today", ["stripe_key"]),
+    (f"restricted {STRIPE_RESTRICTED}", f"restricted {R('stripe_key')}", ["stripe_key"]),
+    # prose_password: said in a sentence, English and Korean
+    ("the db password is hunter2.", f"the db password is {R('prose_password')}.", ["prose_password"]),
+    (f"My password is now {PASSWORD}", f"My password is now {R('prose_password')}", ["prose_password"]),
+    ('the passphrase is "correct horse battery"', f'the passphrase is "{R("prose_password")}"',
+     ["prose_password"]),
+    ("DB 비밀번호는 qwer1234!야", f"DB 비밀번호는 {R('prose_password')}야", ["prose_password"]),
+    ("서버 패스워드: Passw0rd 입니다", f"서버 패스워드: {R('prose_password')} 입니다", ["prose_password"]),
     (f'{{"AccessKeyId": "{AWS_STS}"}}', f'{{"AccessKeyId": "{R("aws_access_key")}"}}', ["aws_access_key"]),
     # aws_secret_key, only when labelled
     (
@@ -212,6 +224,10 @@ LOOKALIKES = [
     "it's a 'secret': don't tell anyone",
     "Bearer of bad news, the author: Kim",
     "비밀번호 정책은 12자 이상이어야 합니다. 토큰은 매시간 갱신됩니다.",
+    "the password is wrong, and the password is required; the password is stored hashed",
+    "if the password is incorrect, reset it. The passphrase is case-sensitive.",
+    "비밀번호는 바꿨어요. 비번이 틀렸대요.",
+    "sk_live_ is the prefix of a Stripe live key; sk_test_abc is too short",
     # config that is not secret by name
     "DEBUG=true\nPORT=8080\nLOG_LEVEL=info\nTOKEN_URL=https://auth.example.com/token\nSSH_KEY_PATH=~/.ssh/id",
     "max_tokens=4096, temperature=0.2, MAX_TOKEN=512",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gieok.core.errors import PermanentProviderError, TransientProviderError
+from gieok.core.errors import MalformedAnswer, TransientProviderError
 from gieok.librarian.tagger import (
     LLMTagger,
     OfflineTagger,
@@ -169,13 +169,13 @@ async def test_llm_new_project_and_null_project(tagger: LLMTagger, server: FakeL
 ])
 async def test_llm_count_mismatch_is_permanent(tagger: LLMTagger, server: FakeLLMServer, answer: object) -> None:
     server.script(answer)
-    with pytest.raises(PermanentProviderError, match="did not match the batch"):
+    with pytest.raises(MalformedAnswer, match="did not match the batch"):
         await tagger.tag(ITEMS, [])
 
 
 async def test_llm_garbage_is_permanent_never_empty(tagger: LLMTagger, server: FakeLLMServer) -> None:
     server.mode = "garbage"
-    with pytest.raises(PermanentProviderError, match="answer did not match"):
+    with pytest.raises(MalformedAnswer, match="answer did not match"):
         await tagger.tag(ITEMS, [])
 
 

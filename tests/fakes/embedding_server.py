@@ -60,6 +60,7 @@ class FakeEmbeddingServer(BackgroundHTTPServer):
     `api_key`, when set, must arrive as `Authorization: Bearer …`, `x-goog-api-key` or `?key=`, else 401.
     `slow_seconds` is how long "slow" stalls (keep it above the client's timeout).
     `reverse_order` answers OpenAI requests with `data` reversed (indices intact), as the spec allows.
+    `poison`: requests holding this text get a truncated answer, whatever the mode.
     """
 
     dim: int = 64
@@ -67,6 +68,8 @@ class FakeEmbeddingServer(BackgroundHTTPServer):
     api_key: str = ""
     slow_seconds: float = 5.0
     reverse_order: bool = False
+    # A request whose body contains this text is answered with a truncated body (one bad row in a batch).
+    poison: str = ""
     requests: list[Seen] = field(default_factory=list)
     _overrides: list[Mode] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -136,7 +139,7 @@ class _Handler(JSONHandler):
             return None
         if mode == "unauthorized" or not self._authorised():
             return self._json(401, {"error": {"message": "Incorrect API key provided", "code": 401}})
-        if mode == "garbage":
+        if mode == "garbage" or (self.fake.poison and self.fake.poison.encode() in raw):
             return self._send(200, b'{"data": [{"embedding": [0.1, 0.2', "text/html")
 
         if path in ("/v1/embeddings", "/embeddings"):

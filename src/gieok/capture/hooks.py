@@ -6,7 +6,9 @@ A hook runs on every prompt, so it must never block or break the agent:
   also appended to `<GIEOK_HOME>/hooks/hook.log`, since agents hide a hook's stderr;
 - stdout stays empty except for SessionStart, whose stdout Claude Code adds to the model's context;
 - when a server runs (`gieok serve --transport http`) the hook talks to it (`gieok.capture.server_client`,
-  connect timeout 0.3 s) instead of opening the database, and opens the database itself when nothing answers;
+  connect timeout 0.3 s) instead of opening the database — only when its `/health` reports the
+  same store, so a server of another database on the same port is ignored — and opens the database itself
+  when nothing answers;
 - the path to a running server is light: settings from `gieok.capture.hook_config` (no pydantic-settings),
   transcripts from `gieok.capture.transcript`, messages as plain JSON dicts, a socket for HTTP; the settings
   object, the store (numpy) and the service are imported only when no server answers (`gieok bench hook`

@@ -154,10 +154,19 @@ def connect(host: str, port: int) -> _net.socket:
 
 
 def server_for(cfg: HookSettings) -> LocalServer | None:
-    """The running server this hook should use, or None to open the database itself."""
+    """The running server this hook should use, or None to open the database itself: only a server whose
+    `/health` names the store this hook is configured for (`gieok.core.store_id`) — another run's server on
+    the same port must not receive our rows, nor give us its context."""
+    from gieok.core.store_id import store_fingerprint
     host = cfg.host if cfg.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
     try:
         sock = connect(host, int(cfg.port))
     except (OSError, ValueError):
         return None
-    return LocalServer(host, int(cfg.port), sock)
+    server = LocalServer(host, int(cfg.port), sock)
+    health = server.get_json("/health")
+    if health is None or health[0] != 200 or not isinstance(health[1], dict):
+        return None
+    if health[1].get("store") != store_fingerprint(cfg.resolved_database_url):
+        return None
+    return server

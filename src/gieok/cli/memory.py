@@ -30,6 +30,7 @@ def ingest(
 ) -> None:
     """Store one message on the hot path (no embedding, no LLM). Prints its id."""
     from gieok.app.runtime import open_service
+    from gieok.core.errors import InvalidInput
     from gieok.memory.ingest import MessageIn, message_from_json
 
     s = settings_for(db, user)
@@ -42,10 +43,17 @@ def ingest(
                 try:
                     data = json.loads(body)
                 except json.JSONDecodeError as exc:
-                    from gieok.core.errors import InvalidInput
                     raise InvalidInput("stdin", f"not JSON ({exc.msg}); drop --json to store plain text") from None
+                except RecursionError:
+                    raise InvalidInput("stdin", "is nested too deeply to be a message") from None
                 items = data if isinstance(data, list) else [data]
-                return [await svc.ingest(message_from_json(i, base)) for i in items]
+                msgs = []
+                for i, item in enumerate(items):
+                    if not isinstance(item, dict):
+                        raise InvalidInput(f"[{i}]", "each message must be a JSON object")
+                    msgs.append(message_from_json(item, base))
+                # All or nothing, as POST /v1/messages: one bad item refuses the whole list.
+                return await svc.ingest_batch(msgs)
             msg = MessageIn(content=body, user_id=base.user_id, role=role,
                             agent_platform=platform or base.agent_platform, agent_model=model or base.agent_model,
                             session_id=session or base.session_id, project=project or base.project, created_at=at,

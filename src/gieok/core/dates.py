@@ -21,6 +21,9 @@ _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365, "시간": 1 / 24, 
 _SPLIT = re.compile(r"\s*(?:\.\.|/|\s+to\s+|~)\s*")
 
 _ZERO = timedelta(0)
+# Stored times stay where arithmetic on them (ranges, recency, uuid7 timestamps) cannot overflow.
+MIN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(9998, 12, 31, tzinfo=UTC)
 
 FORMAT_HELP = ("use an ISO date (2026-11-01), a range (2026-11-01..2026-11-30), a relative span (3d, 2w, 12h) "
                "or a name (today, yesterday, this week, last week, this month, last month)")
@@ -34,6 +37,8 @@ def parse_time(value: str | datetime, field: str = "created_at") -> datetime:
     """An aware UTC datetime from an ISO string (a naive value is taken as UTC)."""
     if isinstance(value, datetime):
         dt = value
+    elif not isinstance(value, str):
+        raise InvalidInput(field, f"must be an ISO-8601 string (e.g. 2026-11-30T09:30:00Z), not {type(value).__name__}")
     else:
         s = value.strip()
         if s.endswith("Z"):
@@ -44,7 +49,13 @@ def parse_time(value: str | datetime, field: str = "created_at") -> datetime:
             raise InvalidInput(field, f"{value!r} is not an ISO-8601 timestamp (e.g. 2026-11-30T09:30:00Z)") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    try:
+        out = dt.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+05:00 is before the first representable UTC instant
+        out = None
+    if out is None or not MIN_TIME <= out <= MAX_TIME:
+        raise InvalidInput(field, f"{str(value)[:60]!r} is outside the supported years 1970..9998")
+    return out
 
 
 # How far ahead of this clock a given time may be: clocks of the machines agents run on drift a little, and a
@@ -88,6 +99,18 @@ def _unit(u: str) -> float:
 
 
 def parse_date_range(text: str, now: datetime | None = None) -> tuple[datetime | None, datetime | None]:
+    try:
+        return _parse_date_range(text, now)
+    except OverflowError:
+        raise InvalidInput("date_range", f"{text[:60]!r} reaches outside the supported years 1970..9998: "
+                                         f"{FORMAT_HELP}") from None
+
+
+def _parse_date_range(text: str, now: datetime | None = None) -> tuple[datetime | None, datetime | None]:
+    if not isinstance(text, str):
+        raise InvalidInput("date_range", f"must be a string: {FORMAT_HELP}")
+    if len(text) > 100 or "\x00" in text:
+        raise InvalidInput("date_range", f"{text[:40]!r}… is not a date range: {FORMAT_HELP}")
     now = now or utcnow()
     s = text.strip().lower()
     if not s:
@@ -113,7 +136,12 @@ def parse_date_range(text: str, now: datetime | None = None) -> tuple[datetime |
         return prev_month_start, month_start
     m = _REL.match(s)
     if m:
-        return now - timedelta(days=int(m.group(1)) * _unit(m.group(2))), None
+        if len(m.group(1)) > 7:
+            raise OverflowError(m.group(1))
+        start = now - timedelta(days=int(m.group(1)) * _unit(m.group(2)))
+        if start < MIN_TIME:
+            raise OverflowError(text)
+        return start, None
     parts = _SPLIT.split(s, maxsplit=1) if not re.match(r"^\d{4}-\d{2}-\d{2}$", s) else [s]
     try:
         if len(parts) == 2:
@@ -135,8 +163,9 @@ def parse_date_range(text: str, now: datetime | None = None) -> tuple[datetime |
         if re.match(r"^\d{4}-\d{2}-\d{2}$", parts[0]):
             return start, start + timedelta(days=1)
         return start, None
-    except InvalidInput:
-        raise InvalidInput("date_range", f"cannot read {text!r}: {FORMAT_HELP}") from None
+    except InvalidInput as exc:
+        why = " (dates must fall in the years 1970..9998)" if "supported years" in str(exc) else ""
+        raise InvalidInput("date_range", f"cannot read {text!r}{why}: {FORMAT_HELP}") from None
 
 
 def _as_start(s: str) -> datetime:

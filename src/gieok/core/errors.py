@@ -11,7 +11,13 @@
     ├── StoreError            the database refused (locked, corrupt, migration failed)
     └── ProviderError         an embedding / LLM provider failed
         ├── TransientProviderError   retry later (timeouts, 429, 5xx, connection refused)
-        └── PermanentProviderError   retrying will not help (401, 400, a malformed answer)
+        │   └── MalformedAnswer      an answer not in its API's shape (truncated, not JSON, wrong schema or
+        │                            count): usually a one-off, so retried like an outage
+        └── PermanentProviderError   retrying will not help (401, 404, a wrong model or dimension setting)
+            └── RejectedInput        the provider refused this input (400, 413, 422, a safety refusal)
+
+`per_row` says whether a failed batch is worth retrying one row at a time: a malformed answer or a refused
+input may be one row's doing, an outage or a bad key is everybody's.
 
 Third-party errors are translated once, at the boundary that calls them (`raise X(...) from exc`).
 """
@@ -65,6 +71,7 @@ class ProviderError(GieokError):
     """A provider (embedding model, LLM) failed. `transient` says whether a retry may help."""
 
     transient = False
+    per_row = False
 
 
 class TransientProviderError(ProviderError):
@@ -73,3 +80,11 @@ class TransientProviderError(ProviderError):
 
 class PermanentProviderError(ProviderError):
     transient = False
+
+
+class MalformedAnswer(TransientProviderError):
+    per_row = True
+
+
+class RejectedInput(PermanentProviderError):
+    per_row = True

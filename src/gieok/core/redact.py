@@ -12,6 +12,7 @@ partial redaction would leak the rest) and the strongest kind names it, so `sk-a
     openai_key       `sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`, and legacy `sk-` + 20 or more alphanumerics
     google_api_key   `AIza` + 35 characters
     github_token     `ghp_ gho_ ghu_ ghs_ ghr_` + 36 or more alphanumerics, `github_pat_…`
+    stripe_key       `sk_live_` / `sk_test_` / `rk_live_` / `rk_test_` + 16 or more alphanumerics
     aws_access_key   `AKIA` / `ASIA` + 16 upper-case alphanumerics
     aws_secret_key   a 40-character secret, only when labelled (`aws_secret_access_key = …`, `SecretAccessKey`)
     slack_token      `xox[baprs]-…`, and the secret path of a `https://hooks.slack.com/services/…` webhook
@@ -22,6 +23,10 @@ partial redaction would leak the rest) and the strongest kind names it, so `sk-a
     query_secret     a URL query value with a secret-like name (`?access_token=…`, `&X-Amz-Signature=…`)
     env_secret       the value in `NAME=value`, `export NAME=value`, `--name=value`, `"name": "value"`,
                      `name: "value"`, or a YAML line `name: value`, when NAME is secret-like; `NAME=` stays
+    prose_password   a password said in prose: "the db password is hunter2", "my passphrase is 'x y z'",
+                     "비밀번호는 qwer1234" — the value must look like one (quoted, or holding a digit, a symbol
+                     or mixed case; Korean labels take any 4+ ASCII characters), so "the password is wrong"
+                     and "the password is required" stay
 
 Secret-like names (`_is_secret_name`): split into words (snake, kebab, dotted, camelCase), one word is password,
 passwd, pwd, pass, passphrase, secret, token, key (qualified: `api_key`, not `key`), credential(s), auth,
@@ -54,7 +59,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["KINDS", "Redaction", "redact"]
+__all__ = ["KINDS", "Redaction", "redact", "redact_json"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +221,33 @@ def _bare_bearer(m: re.Match[str]) -> _Span | None:
     return m.span("s") if _has_digit(tok) and not _is_placeholder(tok) else None
 
 
+# Words that follow "the password is" in prose without being the password.
+_PROSE_NOT_SECRET = frozenset({
+    "wrong", "right", "correct", "incorrect", "invalid", "valid", "required", "optional", "missing", "empty",
+    "blank", "set", "unset", "changed", "reset", "expired", "stored", "saved", "hashed", "encrypted", "hidden",
+    "weak", "strong", "too", "not", "the", "a", "an", "in", "on", "at", "for", "being", "case-sensitive",
+    "same", "different", "new", "old", "short", "long", "secure", "insecure", "ok", "fine", "good", "bad",
+})
+_TRAILING_PUNCT = ".,;:!?)]}'\"”’"
+
+
+def _prose_secret(m: re.Match[str], korean: bool = False) -> _Span | None:
+    if m.group("q") is not None:
+        return None if _is_placeholder(m.group("q")) else m.span("q")
+    start, end = m.span("s")
+    value = m.group("s")
+    if korean:  # the value runs to the Hangul after it: punctuation before that belongs to it
+        return None if _is_placeholder(value) else (start, end)
+    trimmed = value.rstrip(_TRAILING_PUNCT)
+    end -= len(value) - len(trimmed)
+    value = trimmed
+    if len(value) < 4 or _is_placeholder(value) or value.lower() in _PROSE_NOT_SECRET:
+        return None
+    looks_secret = (_has_digit(value) or any(not c.isalnum() for c in value)
+                    or (any(c.islower() for c in value) and any(c.isupper() for c in value[1:])))
+    return (start, end) if looks_secret else None
+
+
 _VALUE_GROUPS = ("dq", "sq", "uq")
 
 
@@ -303,6 +335,13 @@ _TOKENS: tuple[_Token, ...] = (
         gate="_",
     ),
     _Token(
+        "stripe_key",
+        re.compile(r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}(?![A-Za-z0-9_])"),
+        _whole,
+        ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
+        gate="_",
+    ),
+    _Token(
         "aws_access_key",
         re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
         _whole,
@@ -363,6 +402,21 @@ _TOKENS: tuple[_Token, ...] = (
         ("authorization",),
         gate=":=",
         lower=True,
+    ),
+    _Token(
+        "prose_password",
+        re.compile(r"(?:password|passphrase|passcode|passwd)\s+(?:is|was|=|:)\s*(?:now\s+|still\s+)?"
+                   r"(?:[\"“'‘`](?P<q>[^\"”'’`\n]{1,100})[\"”'’`]|(?P<s>[!-~]{4,100}))", re.IGNORECASE),
+        lambda m: _prose_secret(m),
+        ("password", "passphrase", "passcode", "passwd"),
+        lower=True,
+    ),
+    _Token(
+        "prose_password",
+        re.compile(r"(?:비밀번호|비번|패스워드)\s*(?:는|은|이|가|:|=)?\s*(?:[\"“'‘`](?P<q>[^\"”'’`\n]{1,100})[\"”'’`]|"
+                   r"(?P<s>[!-~]{4,100}?))(?=[^!-~]|$)"),
+        lambda m: _prose_secret(m, korean=True),
+        ("비밀번호", "비번", "패스워드"),
     ),
 )
 
@@ -427,9 +481,9 @@ _KEY_VALUES: tuple[_KeyValue, ...] = (
 )
 
 KINDS: tuple[str, ...] = (
-    "private", "private_key", "anthropic_key", "openai_key", "google_api_key", "github_token", "aws_access_key",
-    "aws_secret_key", "slack_token", "jwt", "url_password", "bearer_token", "basic_auth", "query_secret",
-    "env_secret",
+    "private", "private_key", "anthropic_key", "openai_key", "google_api_key", "github_token", "stripe_key",
+    "aws_access_key", "aws_secret_key", "slack_token", "jwt", "url_password", "bearer_token", "basic_auth",
+    "query_secret", "env_secret", "prose_password",
 )
 _RANK = {kind: i for i, kind in enumerate(KINDS)}
 # Looked up once per message; each detector then checks its own gate against this set.
@@ -564,3 +618,31 @@ def redact(text: str) -> tuple[str, list[Redaction]]:
         pos = r.end
     parts.append(text[pos:])
     return "".join(parts), spans
+
+
+def redact_json(value: object) -> tuple[object, list[str]]:
+    """Redact every string inside a JSON-like value (meta): strings as `redact` does, and the whole value of a
+    key whose name is secret-like (`{"api_key": "abc"}`: a bare value carries no marker of its own). Returns
+    the new value and the kinds found."""
+    kinds: list[str] = []
+
+    def walk(v: object) -> object:
+        if isinstance(v, str):
+            out, found = redact(v)
+            kinds.extend(r.kind for r in found)
+            return out
+        if isinstance(v, dict):
+            res: dict[object, object] = {}
+            for k, item in v.items():
+                if isinstance(k, str) and _is_secret_name(k) and isinstance(item, str | int | float) \
+                        and not isinstance(item, bool) and not _is_placeholder(str(item)):
+                    res[k] = _placeholder("env_secret")
+                    kinds.append("env_secret")
+                else:
+                    res[k] = walk(item)
+            return res
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value), kinds

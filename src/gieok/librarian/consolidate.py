@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from gieok.core.dates import iso, utcnow
-from gieok.core.errors import InvalidInput, NotFound, PermanentProviderError, ProviderError
+from gieok.core.errors import InvalidInput, MalformedAnswer, NotFound, ProviderError
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.settings import Settings
 from gieok.librarian.contradictions import KNOWLEDGE_KINDS, check_memory
@@ -145,7 +145,7 @@ async def _llm_summary(llm: LLM, rows: list[Memory], n: int) -> tuple[str, list[
     answer = await llm.complete_json(_SUMMARY_SYSTEM.format(n=n), f"Turns:\n{turns}", _Summary)
     stmts = [" ".join(s.split()) for s in answer.statements if s.strip()][:n]
     if not stmts or not answer.title.strip():
-        raise PermanentProviderError(f"{llm.name} answer did not match _Summary: no statements or no title")
+        raise MalformedAnswer(f"{llm.name} answer did not match _Summary: no statements or no title")
     return answer.title.strip()[:120], stmts
 
 
@@ -158,7 +158,9 @@ async def _summarise(rows: list[Memory], llm: LLM | None, n: int, project: str,
             title, stmts = await _llm_summary(llm, rows, n)
             return title, stmts, {"method": f"llm:{llm.name}"}
         except ProviderError as exc:
-            if exc.transient and not fallback_on_transient:
+            # An outage waits for the next run; a malformed answer falls back at once (the extractive summary
+            # is always available, and the next answer may be just as bad).
+            if exc.transient and not isinstance(exc, MalformedAnswer) and not fallback_on_transient:
                 raise
             meta["llm_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return summary_title(rows, project), extractive_summary(rows, n), meta

@@ -27,7 +27,7 @@ import Stemmer
 from pydantic import BaseModel, Field
 
 from gieok.core.dates import from_iso
-from gieok.core.errors import PermanentProviderError, ProviderError
+from gieok.core.errors import MalformedAnswer, ProviderError
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.librarian.keyphrase import strip_particles
@@ -157,7 +157,7 @@ async def llm_judgment(llm: LLM, new: Memory, olds: list[Memory]) -> dict[str, R
     answer = await llm.complete_json(_JUDGE_SYSTEM, f"NEW:\n{new.content[:3000]}\n\nEARLIER:\n{earlier}", _Judgments)
     by_index = {j.index: j.relation for j in answer.judgments}
     if sorted(by_index) != list(range(len(olds))):
-        raise PermanentProviderError(f"{llm.name} answer did not match the candidates: indexes {sorted(by_index)} "
+        raise MalformedAnswer(f"{llm.name} answer did not match the candidates: indexes {sorted(by_index)} "
                                      f"for {len(olds)} memories")
     out: dict[str, Relation] = {}
     for i, o in enumerate(olds):
@@ -195,7 +195,7 @@ async def check_memory(store: Store, m: Memory, llm: LLM | None = None) -> list[
             judged = await llm_judgment(llm, m, cands[:MAX_LLM_CANDIDATES])
             method = f"llm:{llm.name}"
         except ProviderError as exc:
-            if exc.transient:
+            if exc.transient and not isinstance(exc, MalformedAnswer):  # a bad answer falls back, as before
                 return None
             method = f"offline (llm failed: {str(exc)[:200]})"
             llm = None

@@ -11,10 +11,13 @@ else said or likes. Missing a fact costs little (it is said again); recording a 
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+import anyio
 from pydantic import BaseModel, Field
 
 from gieok.librarian.keyphrase import strip_particles
@@ -254,9 +257,30 @@ def _ko_other_subject(prefix: str) -> bool:
     return False
 
 
-def _ko_verb_rule(key: FactKey, template: str) -> Callable[[re.Match[str]], list[Fact]]:
-    def make(m: re.Match[str]) -> list[Fact]:
-        head = m.group("obj")
+def _ko_name(m: re.Match[str]) -> list[Fact]:
+    v = m.group("v").strip()
+    return [Fact.of("name", v)] if v else []
+
+
+# Korean rules are "<object> <verb>" with the object running back from the verb to the previous match or the
+# sentence's last stop. Written as a lazy `[^.!?。]*?` before the verb, that is tried from every start position
+# and scans ahead each time: quadratic (8,000 × 가 once held the event loop for 11 s). So each rule is only its
+# *tail* (the verb), searched once left to right, and the object is sliced off the text before it (`_tail_facts`).
+_STOPS = re.compile(r"[.!?。]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Tail:
+    """A Korean rule: `tail` found left to right; `make(obj)` turns the text before it into facts.
+    `self_prefix`: a leading 저는/나는 of the object is the speaker, not part of it."""
+
+    tail: re.Pattern[str]
+    make: Callable[[str], list[Fact]]
+    self_prefix: bool = False
+
+
+def _ko_verb_rule(key: FactKey, template: str) -> Callable[[str], list[Fact]]:
+    def make(head: str) -> list[Fact]:
         # Only the words after the last clause boundary belong to this verb.
         head = re.split(r"[,，]|(?:고|서|지만|는데)\s", head)[-1]
         words = head.split()
@@ -272,8 +296,8 @@ def _ko_verb_rule(key: FactKey, template: str) -> Callable[[re.Match[str]], list
     return make
 
 
-def _ko_i_am(m: re.Match[str]) -> list[Fact]:
-    v = m.group("v").strip()
+def _ko_i_am_value(v: str) -> list[Fact]:
+    v = v.strip()
     words = v.split()
     if any(v.endswith(j) for j in _KO_JOBS) and len(words) <= 3:
         return [Fact.of("job", v)]
@@ -282,40 +306,90 @@ def _ko_i_am(m: re.Match[str]) -> list[Fact]:
     return []
 
 
-def _ko_name(m: re.Match[str]) -> list[Fact]:
-    v = m.group("v").strip()
-    return [Fact.of("name", v)] if v else []
+def _ko_languages(head: str) -> list[Fact]:
+    return [Fact.of("language", w) for w in re.split(r"\s+|와|과|랑|하고", _ko_object(head)) if w in _KO_LANGS]
 
 
-_OBJ = r"(?P<obj>[^.!?。]*?\S(?:를|을|은|는)?)"
-_KO_RULES: list[Rule] = [
-    (re.compile(rf"(?:제|내|저의|나의)\s*이름은\s+(?P<v>\S+?){_KO_COPULA}?\s*[.!。]?$"), _ko_name),
-    (re.compile(rf"{_KO_SELF}\s+(?P<v>[^.!?。]+?){_KO_COPULA}\s*[.!。]?$"), _ko_i_am),
-    (re.compile(rf"{_KO_SELF}?\s*(?P<v>[^.!?。]+?)로\s+일(?:하고 있|해|합니|한다)"), _ko_i_am),
-    (re.compile(rf"{_OBJ}\s+(?:더\s+)?선호(?:해|합니다|한다|하는 편|해요)"), _ko_verb_rule("preference", "{} 선호")),
-    (re.compile(rf"{_OBJ}\s+(?:정말\s+|진짜\s+|너무\s+|아주\s+)?좋아(?:해|합니다|한다|하는)"),
-     _ko_verb_rule("preference", "{} 좋아함")),
-    (re.compile(rf"{_OBJ}\s+(?:정말\s+|진짜\s+|너무\s+)?싫어(?:해|합니다|한다|하는)"),
-     _ko_verb_rule("preference", "{} 싫어함")),
-    (re.compile(rf"{_OBJ}\s+(?:주로\s+|자주\s+|매일\s+)?(?:써|써요|씁니다|쓴다|쓰고\s*있|사용해|사용합니다|사용한다|사용하고\s*있|"
-                r"사용 중)"), _ko_verb_rule("tool", "{}")),
-    (re.compile(r"(?P<obj>[^.!?。]*?\S)(?:에|에서)\s+(?:살아|살고\s*있|삽니다|산다|거주)"),
-     _ko_verb_rule("location", "{}")),
-    (re.compile(r"(?P<obj>[^.!?。]*?\S)\s*(?:를|을)?\s*(?:할 줄 알아|할 줄 압니다|해요|합니다|구사)"), lambda m: [
-        Fact.of("language", w) for w in re.split(r"\s+|와|과|랑|하고", _ko_object(m.group("obj"))) if w in _KO_LANGS]),
+_KO_NAME = re.compile(rf"(?:제|내|저의|나의)\s*이름은\s+(?P<v>\S+?){_KO_COPULA}?\s*[.!。]?$")
+_KO_SELF_SP = re.compile(rf"{_KO_SELF}\s+")
+_KO_SELF_LEAD = re.compile(rf"^\s*{_KO_SELF}?\s*")
+_KO_END_COPULA = re.compile(rf"{_KO_COPULA}\s*[.!。]?$")
+_KO_TAILS: list[_Tail] = [
+    _Tail(re.compile(r"로\s+일(?:하고 있|해|합니|한다)"), _ko_i_am_value, self_prefix=True),
+    _Tail(re.compile(r"\s+(?:더\s+)?선호(?:해|합니다|한다|하는 편|해요)"), _ko_verb_rule("preference", "{} 선호")),
+    _Tail(re.compile(r"\s+(?:정말\s+|진짜\s+|너무\s+|아주\s+)?좋아(?:해|합니다|한다|하는)"),
+          _ko_verb_rule("preference", "{} 좋아함")),
+    _Tail(re.compile(r"\s+(?:정말\s+|진짜\s+|너무\s+)?싫어(?:해|합니다|한다|하는)"),
+          _ko_verb_rule("preference", "{} 싫어함")),
+    _Tail(re.compile(r"\s+(?:주로\s+|자주\s+|매일\s+)?(?:써|써요|씁니다|쓴다|쓰고\s*있|사용해|사용합니다|사용한다|"
+                     r"사용하고\s*있|사용 중)"), _ko_verb_rule("tool", "{}")),
+    _Tail(re.compile(r"(?:에|에서)\s+(?:살아|살고\s*있|삽니다|산다|거주)"), _ko_verb_rule("location", "{}")),
+    _Tail(re.compile(r"\s*(?:를|을)?\s*(?:할 줄 알아|할 줄 압니다|해요|합니다|구사)"), _ko_languages),
 ]
 
 
-def _sentence_facts(sentence: str) -> list[Fact]:
-    s = sentence.strip()
-    hangul = bool(re.search(r"[가-힣]", s))
-    rules = _KO_RULES + _EN_RULES if hangul else _EN_RULES
+def _tail_facts(s: str, rule: _Tail, stops: list[int]) -> list[Fact]:
+    """Every match of a Korean rule, in one left-to-right pass: the object of a verb is the text from the end
+    of the previous match (or the last stop after it) to the verb, and must hold a non-space character."""
     out: list[Fact] = []
-    for pattern, make in rules:
+    prev = 0
+    pos = 1
+    while (m := rule.tail.search(s, pos)) is not None:
+        i = bisect.bisect_left(stops, m.start())
+        start = max(prev, stops[i - 1] + 1 if i else 0)
+        head = s[start:m.start()]
+        if rule.self_prefix:
+            head = head[_KO_SELF_LEAD.match(head).end():]  # type: ignore[union-attr]  # it matches ""
+        if head.strip() and not head[-1:].isspace():
+            out.extend(rule.make(head))
+            prev = m.end()
+            pos = m.end() + 1
+        else:
+            pos = m.start() + 1
+    return out
+
+
+def _ko_i_am(s: str, stops: list[int]) -> list[Fact]:
+    """"저는 개발자입니다": the speaker's topic, then a copula ending the sentence. Only a few positions at the
+    end can start the copula, so they are tried directly instead of scanning ahead from every 저는/전/난."""
+    ends = [c for c in range(max(0, len(s) - 12), len(s)) if _KO_END_COPULA.match(s, c)]
+    if not ends:
+        return []
+    i = bisect.bisect_left(stops, ends[-1])
+    after_stop = stops[i - 1] + 1 if i else 0
+    m = _KO_SELF_SP.search(s, after_stop)
+    if m is None:
+        return []
+    # The shortest value: the leftmost copula start past the value's first character.
+    cop = next((c for c in ends if c > m.end()), None)
+    if cop is None or _STOPS.search(s, m.end(), cop):
+        return []
+    return _ko_i_am_value(s[m.end():cop])
+
+
+# A statement of a lasting fact about oneself is short; a longer "sentence" is a paste (code, a log, a list
+# without stops), and mining it would cost time for nothing.
+MAX_SENTENCE_CHARS = 300
+
+
+def _sentence_facts(sentence: str) -> list[Fact]:
+    s = " ".join(sentence.split())
+    if len(s) > MAX_SENTENCE_CHARS:
+        return []
+    hangul = bool(re.search(r"[가-힣]", s))
+    out: list[Fact] = []
+    if hangul:
+        stops = [m.start() for m in _STOPS.finditer(s)]
+        name = _KO_NAME.search(s)
+        if name:
+            out.extend(_ko_name(name))
+        out.extend(_ko_i_am(s, stops))
+        for rule in _KO_TAILS:
+            out.extend(_tail_facts(s, rule, stops))
+    for pattern, make in _EN_RULES:
         for m in pattern.finditer(s):
-            prefix = s[: m.start()]
             # "I don't use X" / "I'm not a developer": a negation just before the match flips or voids it.
-            if not hangul and _NEGATION_EN.search(prefix[-12:]):
+            if not hangul and _NEGATION_EN.search(s[max(0, m.start() - 12):m.start()]):
                 continue
             out.extend(make(m))
     return out
@@ -355,7 +429,8 @@ class OfflineFactExtractor:
     name = "offline"
 
     async def extract(self, content: str, role: str) -> list[Fact]:
-        return extract_facts(content, role)
+        # Pure CPU: off the event loop (the patterns are linear, but a 64 KiB message is still tens of ms).
+        return await anyio.to_thread.run_sync(extract_facts, content, role)
 
 
 class _LLMFact(BaseModel):

@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+import anyio
 from pydantic import BaseModel, Field
 
-from gieok.core.errors import PermanentProviderError
+from gieok.core.errors import MalformedAnswer
 from gieok.core.tags import normalize_tag
 from gieok.librarian.keyphrase import extract_keyphrases
 from gieok.providers.llm import LLM
@@ -160,6 +161,11 @@ class OfflineTagger:
         self.k = k
 
     async def tag(self, items: list[TagInput], existing_project_tags: list[str]) -> list[TagResult]:
+        # Keyphrase extraction is pure CPU (~60-90 ms for a 64 KiB message): off the event loop, so a batch of
+        # big messages never stalls the server's requests.
+        return await anyio.to_thread.run_sync(self._tag_sync, items, existing_project_tags)
+
+    def _tag_sync(self, items: list[TagInput], existing_project_tags: list[str]) -> list[TagResult]:
         resolver = _ProjectResolver(existing_project_tags, self.aliases)
         results = []
         for item in items:
@@ -232,7 +238,7 @@ class LLMTagger:
         answer = await self.llm.complete_json(system, user, _LLMTagBatch)
         by_index = {r.index: r for r in answer.results}
         if len(answer.results) != len(items) or sorted(by_index) != list(range(len(items))):
-            raise PermanentProviderError(
+            raise MalformedAnswer(
                 f"{self.llm.name} answer did not match the batch: {len(answer.results)} results with indexes "
                 f"{sorted(by_index)} for {len(items)} items")
         resolver = _ProjectResolver(existing_project_tags, self.aliases)

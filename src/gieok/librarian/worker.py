@@ -96,41 +96,36 @@ class Librarian:
         return make_tagger(self.s, aliases), canonical
 
     async def _process(self, rows: Sequence[Memory]) -> tuple[dict[str, ColdResult], dict[str, ProviderError]]:
-        """Tag and embed `rows`; returns what succeeded and, per row, what failed."""
+        """Tag and embed `rows`; returns what succeeded and, per row, what failed. A batch call that fails in a
+        way one row may have caused (a malformed answer, a refused input) is retried row by row, so one bad
+        row does not fail its neighbours; an outage or a bad key fails the batch without more calls."""
         results = {m.id: ColdResult(m.id) for m in rows}
         errors: dict[str, ProviderError] = {}
         to_tag = [m for m in rows if m.tag_status != "ok"]
         if to_tag:
             tagger, existing = await self._tagger()
-            try:
-                tagged = await tagger.tag([TagInput(m.content, m.role, m.project, list(m.p_tags)) for m in to_tag],
-                                          existing)
-            except ProviderError as exc:
-                record_provider_error("llm", exc)
-                for m in to_tag:
-                    errors[m.id] = exc
-            else:
-                for m, tr in zip(to_tag, tagged, strict=True):
-                    results[m.id].p_tags = [tr.p_tag] if tr.p_tag else list(m.p_tags)
-                    merged = list(dict.fromkeys([*m.d_tags, *tr.d_tags]))
-                    results[m.id].d_tags = merged
-                await self._record_project_tags([r.p_tags[0] for r in results.values() if r.p_tags], existing)
+
+            async def tag(batch: list[Memory]) -> list[Any]:
+                return await tagger.tag([TagInput(m.content, m.role, m.project, list(m.p_tags)) for m in batch],
+                                        existing)
+
+            for m, tr in await _per_row_on_failure(to_tag, tag, errors, "llm"):
+                results[m.id].p_tags = [tr.p_tag] if tr.p_tag else list(m.p_tags)
+                results[m.id].d_tags = list(dict.fromkeys([*m.d_tags, *tr.d_tags]))
+            await self._record_project_tags([r.p_tags[0] for r in results.values() if r.p_tags], existing)
         emb = self.embedder
         to_embed = [m for m in rows if emb is not None and (m.embed_status != "ok" or m.embedding_model != emb.name)]
         if emb is not None and to_embed:
-            texts = await embed_texts(self.store, to_embed)
-            t0 = time.perf_counter()
-            try:
-                vecs = await emb.embed_documents(texts)
-            except ProviderError as exc:
-                record_provider_error("embedder", exc)
-                for m in to_embed:
-                    errors.setdefault(m.id, exc)
-            else:
+            async def embed(batch: list[Memory]) -> list[Any]:
+                assert emb is not None
+                t0 = time.perf_counter()
+                vecs = list(await emb.embed_documents(await embed_texts(self.store, batch)))
                 EMBED_LATENCY.labels("documents").observe(time.perf_counter() - t0)
-                for m, v in zip(to_embed, vecs, strict=True):
-                    results[m.id].embedding = v
-                    results[m.id].embedding_model = emb.name
+                return vecs
+
+            for m, v in await _per_row_on_failure(to_embed, embed, errors, "embedder"):
+                results[m.id].embedding = v
+                results[m.id].embedding_model = emb.name
         return results, errors
 
     async def _record_project_tags(self, used: list[str], existing: list[str]) -> None:
@@ -388,6 +383,32 @@ class Librarian:
     def throughput(self) -> float:
         elapsed = time.monotonic() - self.started
         return self.processed / elapsed if elapsed > 0 else 0.0
+
+
+async def _per_row_on_failure(rows: list[Memory], call: Callable[[list[Memory]], Awaitable[list[Any]]],
+                              errors: dict[str, ProviderError], kind: str) -> list[tuple[Memory, Any]]:
+    """`call(rows)` paired with its rows; when the batch fails with a `per_row` error, each row alone, so the
+    failure is recorded only against the rows that cause it. The first error of a row is the one kept."""
+    try:
+        return list(zip(rows, await call(rows), strict=True))
+    except ProviderError as exc:
+        record_provider_error(kind, exc)
+        if not exc.per_row or len(rows) == 1:
+            for m in rows:
+                errors.setdefault(m.id, exc)
+            return []
+    done: list[tuple[Memory, Any]] = []
+    for i, m in enumerate(rows):
+        try:
+            done.append((m, (await call([m]))[0]))
+        except ProviderError as exc:
+            record_provider_error(kind, exc)
+            errors.setdefault(m.id, exc)
+            if not exc.per_row:  # the provider is down now: the rest wait for the next cycle
+                for rest in rows[i + 1:]:
+                    errors.setdefault(rest.id, exc)
+                break
+    return done
 
 
 async def librarian_status(store: Store) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from gieok import __version__
 from gieok.app.observability import QueueProbe, metrics_payload, readiness
 from gieok.core.metrics import AUTH_FAILURES, HTTP_LATENCY, HTTP_REQUESTS, RATE_LIMITED
 from gieok.core.settings import Settings
+from gieok.core.store_id import store_fingerprint
 from gieok.memory.service import MemoryService
 
 ServiceGetter = Callable[[], MemoryService | None]
@@ -72,7 +73,9 @@ def _route_label(scope: Scope, routes: list[BaseRoute]) -> str:
 
 
 async def health_response(svc: MemoryService | None) -> Response:
-    return JSONResponse({"ok": svc is not None, "version": __version__})
+    # `store` lets a hook check that this server serves the database it was configured for.
+    return JSONResponse({"ok": svc is not None, "version": __version__,
+                         "store": store_fingerprint(svc.settings.resolved_database_url) if svc else None})
 
 
 async def ready_response(svc: MemoryService | None, settings: Settings, probe: QueueProbe) -> Response:

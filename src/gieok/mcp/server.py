@@ -25,6 +25,7 @@ from gieok.auth.team import LOOPBACK, TeamAuth
 from gieok.core.errors import ConfigError
 from gieok.core.settings import Settings
 from gieok.mcp import tools
+from gieok.mcp.browser_guard import BrowserGuard
 from gieok.mcp.http_routes import register_http_routes
 from gieok.mcp.ops_http import MetricsMiddleware
 from gieok.mcp.prompts import register_prompts
@@ -84,9 +85,12 @@ def check_exposure(settings: Settings) -> None:
 
 
 def build_http_app(mcp: GieokMCP, settings: Settings) -> ASGIApp:
-    """The Streamable HTTP app with the gate in front of every route, inside the request metrics (so the
-    gate's refusals are counted too). GIEOK_STATELESS_HTTP drops server-side MCP sessions, so replicas behind
-    a round-robin load balancer can each answer any request (a session lives in one process otherwise)."""
+    """The Streamable HTTP app with the browser guard (Host, Origin/Sec-Fetch-Site, Content-Type) and then the
+    gate (body limit, authentication, rate limit) in front of every route, the dashboard's included, all inside
+    the request metrics (so refusals are counted too). GIEOK_STATELESS_HTTP drops server-side MCP sessions, so
+    replicas behind a round-robin load balancer can each answer any request."""
     check_exposure(settings)
     app = mcp.streamable_http_app(stateless_http=settings.stateless_http, host=settings.host)
-    return MetricsMiddleware(HttpGate(app, mcp.team), routes=app.routes)
+    guarded = BrowserGuard(HttpGate(app, mcp.team), bind_host=settings.host, allowed_hosts=settings.allowed_hosts,
+                           allowed_origins=settings.allowed_origins)
+    return MetricsMiddleware(guarded, routes=app.routes)

@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from gieok.core.dates import utcnow
+from gieok.core.errors import InvalidInput
+from gieok.core.limits import check_label
 from gieok.core.models import Hit, Identity, Memory, SearchFilters
 from gieok.core.principal import Principal
 from gieok.core.text import estimate_tokens
@@ -65,6 +67,11 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
     (its teams' and public memories). Without a viewer, only the user's own memory."""
     s = svc.settings
     now = now or utcnow()
+    if project is not None:
+        project = check_label("project", project)
+    if token_budget is not None and (isinstance(token_budget, bool) or not isinstance(token_budget, int)
+                                     or not 100 <= token_budget <= 200_000):
+        raise InvalidInput("token_budget", f"{token_budget!r} is not a whole number of tokens in 100..200000")
     budget = token_budget or s.token_budget
     cpt = s.chars_per_token
     block = ContextBlock(budget=budget)

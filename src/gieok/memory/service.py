@@ -12,9 +12,12 @@ from typing import Any, Literal
 
 from gieok.core.dates import describe_window, parse_date_range, parse_time, utcnow
 from gieok.core.errors import Forbidden, InvalidInput, NotFound
+from gieok.core.ids import is_uuid
+from gieok.core.limits import MAX_TITLE_CHARS, check_label, check_query, check_str, check_tags
 from gieok.core.metrics import INGESTED, SEARCH_LATENCY
 from gieok.core.models import FEEDBACK_EVENTS, KINDS, PRIVACY, RELATIONS, ROLES, Hit, Identity, Memory, SearchFilters
 from gieok.core.principal import Principal
+from gieok.core.redact import redact
 from gieok.core.settings import Settings
 from gieok.core.text import index_text
 from gieok.memory.code_refs import annotate, check_filters, explicit_anchors
@@ -24,7 +27,7 @@ from gieok.memory.ports import RowProcessor, Status
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold, model_pair_thresholds
 from gieok.retrieval.search import SearchOutcome, search
-from gieok.store.base import Store, UserProfile
+from gieok.store.base import NewRow, RequestKey, Store, UserProfile
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +85,45 @@ class MemoryService:
     # --- hot path --------------------------------------------------------------------------------------
     async def ingest(self, msg: MessageIn, *, now: datetime | None = None) -> tuple[str, bool]:
         """Store one raw message. Returns (id, inserted); a re-sent identical message is not stored twice."""
+        return (await self.ingest_batch([msg], now=now))[0]
+
+    def _new_row(self, msg: MessageIn, now: datetime | None) -> NewRow:
         row, text = prepare(msg, max_bytes=self.settings.max_content_bytes,
                             redact_secrets=self.settings.redact_secrets, now=now)
-        mid, inserted = await self.store.insert_memory(row, text)
-        INGESTED.labels("stored" if inserted else "duplicate").inc()
-        if inserted and self._pending_event is not None:
-            self._ingested_since_wake += 1
+        window = self.settings.retry_window_s
+        # A message that brings its own time is deduplicated by it exactly; one stamped here may be a retry.
+        stamped = msg.created_at in (None, "") and window > 0 and row.created_at is not None
+        return NewRow(row, text, row.created_at - timedelta(seconds=window) if stamped and row.created_at else None)
+
+    async def ingest_batch(self, msgs: list[MessageIn], *, now: datetime | None = None,
+                           request_key: str | None = None, fingerprint: str = "") -> list[tuple[str, bool]]:
+        """Store messages all together or not at all: every one is validated before anything is written
+        (an error names the item, `[2].role: …`) and they are inserted in one transaction. A retried message
+        and a repeated `request_key` (Idempotency-Key) are stored once."""
+        if len(msgs) > self.settings.max_batch:
+            raise InvalidInput("body", f"has {len(msgs)} messages, over the limit of {self.settings.max_batch} "
+                                       "(GIEOK_MAX_BATCH): send them in smaller batches")
+        rows: list[NewRow] = []
+        for i, msg in enumerate(msgs):
+            try:
+                rows.append(self._new_row(msg, now))
+            except InvalidInput as exc:
+                if len(msgs) == 1:
+                    raise
+                raise InvalidInput(f"[{i}].{exc.field}", str(exc).split(": ", 1)[-1]) from None
+        key = None
+        if request_key is not None:
+            key = RequestKey(rows[0].memory.user_id if rows else "", request_key, fingerprint)
+        out = await self.store.insert_batch(rows, request=key)
+        fresh = sum(1 for _, inserted in out if inserted)
+        INGESTED.labels("stored").inc(fresh)
+        INGESTED.labels("duplicate").inc(len(out) - fresh)
+        if fresh and self._pending_event is not None:
+            self._ingested_since_wake += fresh
             if self._ingested_since_wake >= self.settings.librarian_wake_pending:
                 self._ingested_since_wake = 0
                 self._pending_event.set()
-        return mid, inserted
+        return out
 
     async def remember(self, msg: MessageIn, *, files: list[str] | None = None,
                        repo: str | None = None) -> KnowledgeResult:
@@ -127,6 +159,13 @@ class MemoryService:
                 project: str | None = None, file: str | None = None, repo: str | None = None,
                 stale: str | None = None, now: datetime | None = None,
                 viewer: Principal | None = None) -> SearchFilters:
+        p_tag, platform, model, subagent_role, session_id, project = (
+            check_label(name, v) if v is not None else None
+            for name, v in (("p_tag", p_tag), ("platform", platform), ("model", model),
+                            ("subagent_role", subagent_role), ("session_id", session_id), ("project", project)))
+        tags = check_tags("tags", tags)
+        role = check_label("role", role) if role is not None else None
+        kind = check_label("kind", kind) if kind is not None else None
         roles: tuple[str, ...] = ()
         if role:
             roles = tuple(norm_label(r) for r in role.split(",") if r.strip())
@@ -150,8 +189,9 @@ class MemoryService:
 
     async def search(self, f: SearchFilters, query: str | None, *, limit: int = 10, recipe: str | Recipe | None = None,
                      now: datetime | None = None, count_view: bool = True) -> SearchOutcome:
-        if not 1 <= limit <= 200:
-            raise InvalidInput("limit", f"{limit} is outside 1..200")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
+            raise InvalidInput("limit", f"{limit!r} is not a whole number in 1..200")
+        query = check_query(query)
         rec = recipe if isinstance(recipe, Recipe) else get_recipe(recipe or self.settings.search_recipe)
         now = now or utcnow()
         t0 = time.perf_counter()
@@ -182,6 +222,10 @@ class MemoryService:
         """A memory the caller may see (its own, its teams', or public); the scope is part of the query, so
         a memory of someone else that is not shared is simply not found."""
         v = viewer or Principal(user_id)
+        if not isinstance(memory_id, str) or not is_uuid(memory_id.strip().lower()):
+            raise NotFound(f"no memory {str(memory_id)[:80]!r} for user {v.user_id!r}: memory ids are UUIDs, as "
+                           "search results give them")
+        memory_id = memory_id.strip().lower()
         m = await self.store.get_memory(memory_id, viewer=v, include_deleted=include_deleted)
         if m is None:
             raise NotFound(f"no memory {memory_id!r} for user {v.user_id!r}")
@@ -248,6 +292,9 @@ class MemoryService:
             changes.update(content=probe.content, content_hash=content_hash(probe.content),
                            edit_count=m.edit_count + 1, embed_status="pending", tag_status="pending")
         if title is not None:
+            title = check_str("title", title, max_chars=MAX_TITLE_CHARS, strip_nul=True).strip()
+            if self.settings.redact_secrets:
+                title = redact(title)[0]
             changes["title"] = title
             if text is None:
                 text = index_text(f"{title}\n{m.content}")
@@ -260,7 +307,8 @@ class MemoryService:
                 raise InvalidInput("kind", f"{kind!r} is not one of {', '.join(KINDS)}")
             changes["kind"] = norm_label(kind)
         if tags is not None:
-            changes["d_tags"] = [norm_label(t) for t in tags if t.strip()]
+            clean = [norm_label(t) for t in check_tags("tags", tags) if t.strip()]
+            changes["d_tags"] = [redact(t)[0] for t in clean] if self.settings.redact_secrets else clean
         if not changes:
             raise InvalidInput("content", "nothing to update: pass content, importance, kind, title, tags or "
                                           "privacy_scope")
@@ -282,9 +330,9 @@ class MemoryService:
 
     async def forget(self, memory_id: str, user_id: str, *, hard: bool = False,
                      viewer: Principal | None = None) -> dict[str, Any]:
-        """Soft: hidden from search and context, kept for audit/undo. Hard: erased everywhere (a memory
-        forgotten softly before can still be erased)."""
-        await self.own(memory_id, user_id, viewer=viewer, include_deleted=hard)
+        """Soft: hidden from search and context, kept for audit/undo. Hard: erased everywhere, whether the row
+        is live, archived or already soft-forgotten (the right to erasure)."""
+        memory_id = (await self.own(memory_id, user_id, viewer=viewer, include_deleted=hard)).id
         await forget_row(self.store, memory_id, user_id, hard=hard, processor=self.processor)
         return {"id": memory_id, "forgotten": "hard" if hard else "soft"}
 
@@ -325,7 +373,10 @@ class MemoryService:
         if action in ("add", "update"):
             if not content or not content.strip():
                 raise InvalidInput("content", f"is required to {action} a {section} fact")
-            k = norm_label(key) if key else "note"
+            content = check_str("content", content, max_chars=2000, strip_nul=True)
+            if self.settings.redact_secrets:
+                content = redact(content)[0]
+            k = norm_label(check_label("key", key, 100)) if key else "note"
             if action == "update" and key:
                 facts[:] = [f for f in facts if f.get("key") != k]
             facts.append({"key": k, "value": content.strip(), "sources": [], "origin": "user",

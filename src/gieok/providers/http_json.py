@@ -16,10 +16,12 @@ from typing import Any
 import anyio
 import httpx2
 
-from gieok.core.errors import PermanentProviderError, TransientProviderError
+from gieok.core.errors import MalformedAnswer, PermanentProviderError, RejectedInput, TransientProviderError
 
 # Statuses worth retrying: the provider is overloaded, rate-limiting us, or briefly broken.
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+# Statuses that refuse the request's content (one bad input), not the caller: its neighbours may pass alone.
+_INPUT_STATUS = frozenset({400, 413, 422})
 SNIPPET = 300
 
 
@@ -90,7 +92,7 @@ class Session:
         except httpx2.TransportError as exc:
             raise TransientProviderError(f"{self.label} is unreachable: {exc!r}") from exc
         except httpx2.HTTPError as exc:  # decoding errors, redirect loops: the answer itself is unusable
-            raise PermanentProviderError(f"{self.label} sent an unusable answer: {exc!r}") from exc
+            raise MalformedAnswer(f"{self.label} sent an unusable answer: {exc!r}") from exc
         return self._decode(resp, url_var)
 
     def _decode(self, resp: httpx2.Response, url_var: str) -> Any:
@@ -104,10 +106,11 @@ class Session:
             if status >= 500 or status in _TRANSIENT_STATUS:
                 retry = resp.headers.get("retry-after")
                 raise TransientProviderError(msg + (f" (retry after {retry}s)" if retry else ""))
-            raise PermanentProviderError(f"{msg} — {_hint_for(self.setting, status, body)}")
+            error = RejectedInput if status in _INPUT_STATUS else PermanentProviderError
+            raise error(f"{msg} — {_hint_for(self.setting, status, body)}")
         try:
             return json.loads(resp.content)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            raise PermanentProviderError(
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError: often a truncated answer
+            raise MalformedAnswer(
                 f"{self.label} answer did not match its API: HTTP {status} body is not JSON: "
                 f"{resp.text[:SNIPPET]!r}; check {url_var}") from exc

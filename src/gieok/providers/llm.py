@@ -5,7 +5,8 @@ result (mem0 #3009 lost users' memories by turning a failed parse into `[]`):
 
 - transport failures, timeouts, 408/429/5xx  → `TransientProviderError` (the librarian retries later);
 - 400/401/403/404 and other 4xx               → `PermanentProviderError` naming the GIEOK_ setting to check;
-- an answer that is not JSON or does not match the schema → `PermanentProviderError("… answer did not match …")`.
+- an answer that is not JSON or does not match the schema → `MalformedAnswer("… answer did not match …")`, a
+  transient error (a truncated answer is usually a one-off); a refusal of the input → `RejectedInput`.
 
 Clients:
 - `OpenAIChatLLM` — `{base}/v1/chat/completions`: OpenAI, xAI, Ollama, vLLM, LM Studio, and other compatibles;
@@ -23,7 +24,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from gieok.core.errors import ConfigError, PermanentProviderError
+from gieok.core.errors import ConfigError, MalformedAnswer, RejectedInput
 from gieok.core.settings import Settings
 from gieok.providers.http_json import JsonPoster
 
@@ -52,7 +53,7 @@ class LLM(Protocol):
     """A chat model that answers with JSON matching a pydantic model.
 
     `name` ("openai/gpt-4o-mini") is recorded where the answer is used. Errors are `TransientProviderError`
-    (retry) or `PermanentProviderError` (do not); a malformed answer is permanent.
+    (retry) or `PermanentProviderError` (do not); a malformed answer is `MalformedAnswer`, retried.
     """
 
     name: str
@@ -77,7 +78,7 @@ _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
 def parse_answer(label: str, text: str, schema: type[M]) -> M:
-    """Validate a model's text answer against `schema`, or raise `PermanentProviderError`.
+    """Validate a model's text answer against `schema`, or raise `MalformedAnswer`.
 
     Tolerates a code fence or a sentence around the object (common with models that ignore "JSON only"),
     but never guesses values: anything else that does not validate is an error.
@@ -95,24 +96,24 @@ def parse_answer(label: str, text: str, schema: type[M]) -> M:
                 raise ValueError("no JSON object") from None
             data = json.loads(body[start : end + 1])
         except ValueError as exc:
-            raise PermanentProviderError(
+            raise MalformedAnswer(
                 f"{label} answer did not match {schema.__name__}: not JSON: {text[:_SNIPPET]!r}") from exc
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
         errors = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:5])
-        raise PermanentProviderError(
+        raise MalformedAnswer(
             f"{label} answer did not match {schema.__name__}: {errors}; answer was {text[:_SNIPPET]!r}") from exc
 
 
 def _dig(label: str, data: Any, *path: str | int) -> Any:
-    """data[path...], or a PermanentProviderError saying the envelope was not what the API documents."""
+    """data[path...], or a MalformedAnswer saying the envelope was not what the API documents."""
     cur = data
     for key in path:
         try:
             cur = cur[key]
         except (KeyError, IndexError, TypeError):
-            raise PermanentProviderError(
+            raise MalformedAnswer(
                 f"{label} answer did not match its API: no {'.'.join(map(str, path))} in "
                 f"{json.dumps(data, ensure_ascii=False)[:_SNIPPET]}") from None
     return cur
@@ -171,10 +172,10 @@ class OpenAIChatLLM:
         choice = _dig(self.name, data, "choices", 0)
         refusal = choice.get("message", {}).get("refusal") if isinstance(choice, dict) else None
         if refusal:
-            raise PermanentProviderError(f"{self.name} refused: {str(refusal)[:_SNIPPET]}")
+            raise RejectedInput(f"{self.name} refused: {str(refusal)[:_SNIPPET]}")
         text = _dig(self.name, choice, "message", "content")
         if not isinstance(text, str):
-            raise PermanentProviderError(f"{self.name} answer did not match its API: message.content is {text!r}")
+            raise MalformedAnswer(f"{self.name} answer did not match its API: message.content is {text!r}")
         return parse_answer(self.name, text, schema)
 
     async def aclose(self) -> None:
@@ -201,10 +202,10 @@ class GeminiLLM:
         }
         data = await self._poster.post(self.url, payload)
         if isinstance(data, dict) and not data.get("candidates") and data.get("promptFeedback"):
-            raise PermanentProviderError(f"{self.name} blocked the prompt: {data['promptFeedback']}")
+            raise RejectedInput(f"{self.name} blocked the prompt: {data['promptFeedback']}")
         parts = _dig(self.name, data, "candidates", 0, "content", "parts")
         if not isinstance(parts, list):
-            raise PermanentProviderError(f"{self.name} answer did not match its API: parts is {parts!r}")
+            raise MalformedAnswer(f"{self.name} answer did not match its API: parts is {parts!r}")
         # Thinking models may return their thoughts as separate parts; only the answer parts count.
         text = "".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought"))
         return parse_answer(self.name, text, schema)
@@ -243,9 +244,9 @@ class AnthropicLLM:
         data = await self._poster.post(self.url, payload)
         blocks = _dig(self.name, data, "content")
         if not isinstance(blocks, list):
-            raise PermanentProviderError(f"{self.name} answer did not match its API: content is {blocks!r}")
+            raise MalformedAnswer(f"{self.name} answer did not match its API: content is {blocks!r}")
         if data.get("stop_reason") == "max_tokens":
-            raise PermanentProviderError(
+            raise MalformedAnswer(
                 f"{self.name} answer did not match {schema.__name__}: cut off at max_tokens={self.max_tokens}")
         text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
         return parse_answer(self.name, text, schema)

@@ -55,6 +55,31 @@ __all__ = [
 
 
 @dataclass(slots=True)
+class NewRow:
+    """A row to insert. Besides the exact duplicate key (user, session, content hash, created_at), a row with
+    `retry_since` is also a duplicate of an identical row (same content, role, agent and session) created at
+    or after that time: a client resending a message it never heard back about, with no time of its own."""
+
+    memory: Memory
+    search_text: str
+    retry_since: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestKey:
+    """A client's Idempotency-Key: the same key (per user) always gets the first request's answer.
+    `fingerprint` identifies the request body, so a key reused for a different body is refused."""
+
+    user_id: str
+    key: str
+    fingerprint: str
+
+
+# Idempotency keys are kept this long: retries come within minutes, not days.
+REQUEST_KEY_TTL_S = 24 * 3600.0
+
+
+@dataclass(slots=True)
 class ProjectTag:
     name: str
     alias_of: str | None = None
@@ -145,6 +170,12 @@ class MemoryRows(Protocol):
     async def insert_memory(self, m: Memory, search_text: str) -> tuple[str, bool]:
         """Insert one row; returns (id, inserted). A row with the same user, session, content hash and
         created_at already present is a duplicate: its id is returned with inserted=False."""
+        ...
+
+    async def insert_batch(self, rows: list[NewRow], *, request: RequestKey | None = None) -> list[tuple[str, bool]]:
+        """Insert every row in one transaction, or none of them; returns (id, inserted) per row, duplicates
+        (see `NewRow`) answered with the existing id. With `request`, a key already used returns the ids its
+        first request stored, and nothing is inserted; a key used for a different body raises InvalidInput."""
         ...
 
     async def insert_many(self, rows: list[tuple[Memory, str]], vectors: dict[str, Vector] | None = None) -> int:

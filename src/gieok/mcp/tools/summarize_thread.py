@@ -7,6 +7,7 @@ from typing import Any
 from mcp.server.mcpserver import Context
 
 from gieok.core.errors import InvalidInput
+from gieok.core.limits import check_label
 from gieok.mcp.caller import caller
 from gieok.mcp.deps import service, tool_errors
 
@@ -15,6 +16,7 @@ from gieok.mcp.deps import service, tool_errors
 async def summarize_thread(ctx: Context, session_id: str) -> dict[str, Any]:
     """Summarise one of your sessions into a semantic memory linked derived_from its turns."""
     svc = service(ctx)
+    session_id = check_label("session_id", session_id)
     c = await caller(ctx, svc, "summarize_thread")
     c.require_write()
     if svc.processor is None:

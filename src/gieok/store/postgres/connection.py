@@ -6,7 +6,7 @@ indexes, the doctor's checks. The store's other parts (`memories`, `search`, `qu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -229,3 +229,15 @@ class PostgresBase:
                           + (f"; missing {', '.join(missing)}" if missing else ""),
                           "ask the database owner to run: " + " ".join(f"CREATE EXTENSION {e};" for e in missing))
         return [ext_check, columns_check(have)]
+
+
+async def retry_deadlock(run: Callable[[], Awaitable[None]]) -> None:
+    """Run once more if PostgreSQL broke a deadlock by aborting us: the other transaction has finished or
+    holds its locks in the same order by now, so the retry goes through."""
+    try:
+        await run()
+    except StoreError as exc:
+        if not isinstance(exc.__cause__, psycopg.errors.DeadlockDetected):
+            raise
+        await asyncio.sleep(0.01)
+        await run()

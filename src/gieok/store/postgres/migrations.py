@@ -331,6 +331,13 @@ async def m010_code_refs(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX memory_fingerprints_signature ON memory_fingerprints (signature)")
 
 
+async def m011_request_keys(db: AsyncConnection[Any]) -> None:
+    # Idempotency-Key of POST /v1/messages (as in SQLite): the ids a request stored, in its own transaction.
+    await db.execute("""CREATE TABLE request_keys (user_id text NOT NULL, key text NOT NULL, fingerprint text NOT NULL,
+        result jsonb NOT NULL DEFAULT '[]', created_at timestamptz NOT NULL, PRIMARY KEY (user_id, key))""")
+    await db.execute("CREATE INDEX request_keys_created ON request_keys (created_at)")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -344,6 +351,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (8, "browse_indexes", m008_browse_indexes),
     (9, "shown_count", m009_shown_count),
     (10, "code_refs", m010_code_refs),
+    (11, "request_keys", m011_request_keys),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -20,7 +20,7 @@ from gieok.core.dates import utcnow
 from gieok.core.models import Memory
 from gieok.store.base import ColdResult, QueueStatus
 from gieok.store.postgres.codec import MEMORY_COLS, SELECT, json_dumps, row_to_memory
-from gieok.store.postgres.connection import NOTIFY_CHANNEL, PostgresBase
+from gieok.store.postgres.connection import NOTIFY_CHANNEL, PostgresBase, retry_deadlock
 from gieok.store.postgres.health import queue_status
 from gieok.store.postgres.migrations import PENDING_PREDICATE
 
@@ -92,8 +92,12 @@ class ColdQueueMixin(PostgresBase):
             "embedding": None if r.embedding is None else np.asarray(r.embedding, dtype=np.float32),
             "model": r.embedding_model or "", "profile": r.profile,
         } for r in results]
-        async with self._conn() as con, con.transaction(), con.cursor() as cur:
-            await cur.executemany(self._COMPLETE_SQL, params)
+        params.sort(key=lambda p: str(p["id"]))  # id order: see `touch`
+
+        async def run() -> None:
+            async with self._conn() as con, con.transaction(), con.cursor() as cur:
+                await cur.executemany(self._COMPLETE_SQL, params)
+        await retry_deadlock(run)
 
     async def fail_cold(self, memory_id: str, error: str, *, permanent: bool, max_attempts: int,
                         now: datetime) -> None:

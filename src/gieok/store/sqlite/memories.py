@@ -15,7 +15,7 @@ from gieok.core.dates import iso, utcnow
 from gieok.core.errors import StoreError
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.principal import Principal
-from gieok.store.base import Vector
+from gieok.store.base import NewRow, RequestKey, Vector
 from gieok.store.context_sql import (
     CONTEXT_CHARS,
     changed_contexts,
@@ -26,6 +26,7 @@ from gieok.store.context_sql import (
 )
 from gieok.store.shared import after_clause, keyset_pages, memory_by_id_sql, owner_scope, update_columns
 from gieok.store.sqlfilters import visible_clause, where_clause
+from gieok.store.sqlite.batch import insert_rows
 from gieok.store.sqlite.codec import MAX_GEN, MEMORY_COLS, SELECT, db_value, insert_params, row_to_memory, tags_sql
 from gieok.store.sqlite.connection import SQLiteBase
 
@@ -74,6 +75,16 @@ class MemoryRowsMixin(SQLiteBase):
                              "AND created_at=?", (m.user_id, m.session_id, m.content_hash,
                                                   iso(m.created_at))).fetchone()
             return str(row[0]), False
+
+    async def insert_batch(self, rows: list[NewRow], *, request: RequestKey | None = None) -> list[tuple[str, bool]]:
+        def run() -> list[tuple[str, bool]]:
+            with self._write() as db:
+                try:
+                    return insert_rows(db, rows, request, self._INSERT_SQL, self._insert_params)
+                except sqlite3.IntegrityError as exc:
+                    raise StoreError(f"row refused by the database: {exc}") from exc
+        # One row is the hot path (microseconds, inline as insert_memory); a batch goes to a worker thread.
+        return run() if len(rows) <= 1 else await anyio.to_thread.run_sync(run)
 
     async def insert_many(self, rows: list[tuple[Memory, str]], vectors: dict[str, Vector] | None = None) -> int:
         """Bulk insert in one transaction (imports, copies); duplicates are skipped. Returns rows inserted."""

@@ -307,6 +307,14 @@ def m010_code_refs(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memory_fingerprints_signature ON memory_fingerprints (signature)")
 
 
+def m011_request_keys(db: sqlite3.Connection) -> None:
+    # Idempotency-Key of POST /v1/messages: the ids a request stored, written in the same transaction as its
+    # rows, so a retry after a timeout or a crash gets the same answer instead of a second copy.
+    db.execute("""CREATE TABLE request_keys (user_id TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+        result TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL, PRIMARY KEY (user_id, key))""")
+    db.execute("CREATE INDEX request_keys_created ON request_keys (created_at)")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -318,4 +326,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (8, "browse_indexes", m008_browse_indexes),
     (9, "shown_count", m009_shown_count),
     (10, "code_refs", m010_code_refs),
+    (11, "request_keys", m011_request_keys),
 ]
