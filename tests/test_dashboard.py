@@ -246,6 +246,18 @@ async def test_a_revoked_key_stops_working_at_once(svc: MemoryService) -> None:
         assert (await c.get("/ui/")).status_code == 303
 
 
+async def test_rate_limit_per_key_is_a_clear_429(svc: MemoryService) -> None:
+    keys = await keys_for(svc)
+    svc.settings = svc.settings.model_copy(update={"rate_limit_per_min": 1, "rate_limit_burst": 3})
+    async with client(svc, auth="apikey") as c:
+        await sign_in(c, keys["bob"])
+        answers = [await c.get("/ui/") for _ in range(4)]
+        assert [r.status_code for r in answers][:3] == [200, 200, 200]
+        assert answers[3].status_code == 429 and "try again in" in answers[3].text
+        assert int(answers[3].headers["retry-after"]) >= 1
+    assert any(e.outcome == "refused:429" and e.actor == "bob" for e in await svc.store.list_audit(limit=100))
+
+
 async def test_admin_pages_keys_teams_and_audit(svc: MemoryService) -> None:
     keys = await keys_for(svc)
     async with client(svc, auth="apikey") as c:
