@@ -11,6 +11,7 @@ event runs first), as on a user's machine: recompiling changed modules is not wh
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -90,6 +91,31 @@ def run_hook_bench(events: int, *, with_server: bool) -> dict[str, Any]:
                     proc.kill()
 
 
+async def count_rows(url: str) -> int:
+    """Every row of the store at `url`, deleted ones included, whichever backend it is."""
+    from gieok.store import open_store
+    store = open_store(url)
+    await store.open()
+    try:
+        return int((await store.stats(None))["total"])
+    finally:
+        await store.close()
+
+
+async def _count(url: str) -> tuple[int, int]:
+    """(rows, rows whose meta carries anchors) of the store at `url`."""
+    from gieok.store import open_store
+    store = open_store(url)
+    await store.open()
+    try:
+        anchored = 0
+        async for m in store.iter_memories(None):
+            anchored += bool(m.meta.get("anchors"))
+        return int((await store.stats(None))["total"]), anchored
+    finally:
+        await store.close()
+
+
 def _scratch_repo(root: Path) -> Path:
     root.mkdir()
     (root / "billing").mkdir()
@@ -146,10 +172,10 @@ def _bench_events(exe: list[str], env: dict[str, str], home: Path, events: int, 
             fire({**base, "hook_event_name": "Stop", "last_assistant_message": answer})
     for _ in range(10):
         fire({**base, "hook_event_name": "SessionStart", "source": "startup"})
-    import sqlite3
-    with sqlite3.connect(home / "memory.db") as db:
-        stored = int(db.execute("SELECT count(*) FROM memory").fetchone()[0])
-        anchored = int(db.execute("SELECT count(*) FROM memory WHERE meta LIKE '%\"anchors\"%'").fetchone()[0])
+    # The hooks' own database (their environment names no other), counted through the store like any other.
+    from gieok.core.settings import load_settings
+    hooks = load_settings(home=str(home), database_url=env.get("GIEOK_DATABASE_URL", ""))
+    stored, anchored = asyncio.run(_count(hooks.resolved_database_url))
     allt = times["UserPromptSubmit"] + times["Stop"]
     res: dict[str, Any] = {"mode": mode, "events": len(allt), "stored": stored, **_ms(allt)}
     for k, v in times.items():

@@ -12,7 +12,10 @@ from typing import Annotated, Any
 
 import typer
 
+from gieok.bench.hook import count_rows
 from gieok.cli.app import DbOpt, UserOpt, app, bench_app, import_app
+
+__all__ = ["count_rows"]   # the hook bench's row count (gieok.bench.hook), used by the backend checks
 
 ScopeOpt = Annotated[bool, typer.Option("--project/--user", help="--project: this directory's .claude/settings.json "
                                         "and .mcp.json; --user (default): ~/.claude/settings.json and ~/.claude.json.")]
