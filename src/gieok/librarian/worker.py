@@ -294,6 +294,7 @@ class Librarian:
         jobs: list[tuple[str, float, Callable[[datetime], Awaitable[dict[str, Any]]]]] = [
             ("maintenance", self.maintenance_every_s, self._maintain),
             ("consolidation", self.consolidate_every_s, self._consolidate),
+            ("anchors", self.anchors_every_s, self._anchors_job),
         ]
         out: dict[str, dict[str, Any]] = {}
         for name, every, fn in jobs:
