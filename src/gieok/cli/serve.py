@@ -58,7 +58,7 @@ def _banner(host: str, port: int, database: str, auth: str, *, ui: bool = False)
         f"  MCP (Streamable HTTP)  {base}/mcp",
         f"  capture                POST {base}/v1/messages   ·   session-start context  GET {base}/v1/context",
         f"  health                 {base}/health",
-        *([f"  memory dashboard       {base}/ui/"] if ui else []),
+        *([f"  memory dashboard: {base}/ui/"] if ui else []),
         f"  database               {database}",
         f"  auth                   {auth}",
         "Ctrl-C stops it.",

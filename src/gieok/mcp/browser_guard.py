@@ -97,14 +97,20 @@ class BrowserGuard:
             return 403, (f"cross-origin request from {origin[:100]!r} refused: only pages of this server "
                          "may call it from a browser (or add the origin to GIEOK_ALLOWED_ORIGINS)")
         site = headers.get("sec-fetch-site")
-        if site is not None and site.lower() not in _SAFE_FETCH_SITES and not same_origin:
+        path = scope.get("path", "")
+        under_form = any(path == p or path.startswith(p + "/") for p in self.form_prefixes)
+        # A link followed from another site (the identity provider's redirect back to /ui/oidc/callback, a
+        # bookmark in a chat) is a top-level GET navigation: it reads a page and changes nothing (every change
+        # is a same-origin POST with a CSRF token), so the fetch-metadata policy lets it through.
+        navigation = (scope.get("method") in ("GET", "HEAD") and under_form
+                      and headers.get("sec-fetch-mode", "").lower() == "navigate"
+                      and headers.get("sec-fetch-dest", "document").lower() in ("document", "empty"))
+        if site is not None and site.lower() not in _SAFE_FETCH_SITES and not same_origin and not navigation:
             return 403, f"cross-site browser request (Sec-Fetch-Site: {site[:40]}) refused"
         if scope.get("method") in _BODY_METHODS and scope["type"] == "http":
             ctype = headers.get("content-type", "").split(";")[0].strip().lower()
             if ctype == "application/json":
                 return None
-            path = scope.get("path", "")
-            under_form = any(path == p or path.startswith(p + "/") for p in self.form_prefixes)
             if ctype in _FORM_TYPES and same_origin and under_form:
                 return None
             return 415, (f"Content-Type {ctype or '(none)'!r} refused: send the body as JSON with "
