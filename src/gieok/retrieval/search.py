@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -116,12 +116,8 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
         c.date_match = in_windows(c.memory.created_at, windows)
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     if pair_thresholds and best_cos is not None:
-        # The semantic search found something when some candidate clears the threshold of its own script
-        # pair; the note then names the pair threshold of the candidate closest to clearing it.
-        q_script = text_script(query)
-        _margin, best_cos, fallback_threshold = max(
-            (c.cos - th, c.cos, th) for c in cands.values() if c.cos is not None
-            for th in [pair_thresholds.get((q_script, text_script(c.memory.content)), fallback_threshold)])
+        best_cos, fallback_threshold = _semantic_verdict(query, cands.values(), pair_thresholds,
+                                                         fallback_threshold)
     mode = "hybrid" if recipe.use_vectors and recipe.use_keywords and qvec is not None else (
         "vector" if qvec is not None else "keyword")
     use_recipe = recipe
@@ -147,3 +143,28 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
     hits = await with_same_error(store, f, query, hits, limit=limit)
     return SearchOutcome(hits, mode, notes)
+
+
+def _semantic_verdict(query: str, cands: Iterable[Candidate], pair_thresholds: Mapping[tuple[str, str], float],
+                      default: float) -> tuple[float, float]:
+    """(cosine, threshold) of the candidate closest to clearing the threshold of its own (query script, memory
+    script) pair: the semantic search found something when that cosine reaches that threshold. Only
+    candidates whose cosine lies between the lowest and highest threshold need their script worked out; the
+    scan stops at the first that clears."""
+    q_script = text_script(query)
+    ths = {k[1]: v for k, v in pair_thresholds.items() if k[0] == q_script}
+    lo, hi = min([default, *ths.values()]), max([default, *ths.values()])
+    best: tuple[float, float, float] | None = None
+    for c in sorted((c for c in cands if c.cos is not None), key=lambda c: -(c.cos or 0.0)):
+        cos = c.cos or 0.0
+        if cos >= hi:
+            return cos, hi
+        if cos < lo and best is not None:
+            break
+        th = ths.get(text_script(c.memory.content), default)
+        if cos >= th:
+            return cos, th
+        if best is None or cos - th > best[0]:
+            best = (cos - th, cos, th)
+    assert best is not None
+    return best[1], best[2]
