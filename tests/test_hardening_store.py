@@ -142,7 +142,7 @@ async def test_touch_waits_instead_of_deadlocking(db_url: str, svc: MemoryServic
         await con.execute("UPDATE memory SET tag_status = tag_status WHERE id = %s", (y,))
         await con.commit()
     await asyncio.wait_for(task, 10)
-    assert {m.view_count for m in await svc.store.get_memories([x, y])} == {1}
+    assert {m.shown_count for m in await svc.store.get_memories([x, y])} == {1}
 
 
 # --- 11. provider garbage ---------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ async def test_a_failing_database_is_500_and_says_what_was_stored(base_url: str,
     async with httpx2.AsyncClient(timeout=5) as http:
         r = await http.post(base_url + "/v1/messages", json={"content": "회의는 목요일 10시", "role": "user"})
         assert r.status_code == 200
-        monkeypatch.setattr(svc.store, "insert_memory", _fail(StoreError("database is locked")))
+        monkeypatch.setattr(svc.store, "insert_batch", _fail(StoreError("database is locked")))
         r = await http.post(base_url + "/v1/messages", json=[{"content": "second", "role": "user"}])
         assert r.status_code == 500
         assert r.json() == {"error": "database is locked", "stored": []}

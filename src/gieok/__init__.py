@@ -17,10 +17,12 @@ and a hook must not pay for the store, the providers and the librarian it may ne
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
+# No `typing` at run time: every hook imports this package, and typing (with re under it) is a noticeable part
+# of a bare interpreter start (tests/test_hook_fast.py). `TYPE_CHECKING = False` is the idiom type checkers know.
 from gieok.core.version import __version__
+
+TYPE_CHECKING = False
+
 
 # name → the module that defines it. Kept in step with the TYPE_CHECKING imports below (tests/test_public_api.py).
 _EXPORTS: dict[str, str] = {
@@ -46,6 +48,8 @@ _EXPORTS: dict[str, str] = {
     # the error tree
     "GieokError": "gieok.core.errors",
     "InvalidInput": "gieok.core.errors",
+    "MalformedAnswer": "gieok.core.errors",
+    "RejectedInput": "gieok.core.errors",
     "NotFound": "gieok.core.errors",
     "AuthError": "gieok.core.errors",
     "Unauthorized": "gieok.core.errors",
@@ -69,6 +73,7 @@ __all__ = [
     "Identity",
     "InvalidInput",
     "KnowledgeResult",
+    "MalformedAnswer",
     "Memory",
     "MemoryService",
     "MessageIn",
@@ -77,6 +82,7 @@ __all__ = [
     "Principal",
     "ProviderError",
     "RateLimited",
+    "RejectedInput",
     "Runtime",
     "SearchFilters",
     "SearchOutcome",
@@ -100,10 +106,12 @@ if TYPE_CHECKING:  # what type checkers (and tests/test_architecture.py) see; at
         Forbidden,
         GieokError,
         InvalidInput,
+        MalformedAnswer,
         NotFound,
         PermanentProviderError,
         ProviderError,
         RateLimited,
+        RejectedInput,
         StoreError,
         TransientProviderError,
         Unauthorized,
@@ -118,7 +126,9 @@ if TYPE_CHECKING:  # what type checkers (and tests/test_architecture.py) see; at
     from gieok.store.base import UserProfile
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
+    from importlib import import_module
+
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'gieok' has no attribute {name!r}")

@@ -9,9 +9,7 @@ Two spellings of one database give one fingerprint (relative vs absolute paths, 
 
 from __future__ import annotations
 
-import hashlib
 import os
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 _PG_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
@@ -23,6 +21,7 @@ def _canonical(url: str) -> str:
             return f"sqlite-memory:{os.getpid()}:{id(url)}"   # private to one process: matches nothing else
         return "sqlite:" + os.path.realpath(os.path.expanduser(path))
     if url.startswith(_PG_SCHEMES):
+        from urllib.parse import parse_qsl, unquote, urlsplit  # only for PostgreSQL: the hook's path is SQLite's
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query))
         host = (query.get("host") or parts.hostname or "localhost").lower()
@@ -33,5 +32,15 @@ def _canonical(url: str) -> str:
     return url
 
 
+_FNV_OFFSET = 0x6C62272E07BB014262B821756295C58D
+_FNV_PRIME = 0x0000000001000000000000000000013B
+
+
 def store_fingerprint(url: str) -> str:
-    return hashlib.sha256(_canonical(url).encode("utf-8")).hexdigest()[:32]
+    """128-bit FNV-1a of the canonical form: computed in pure Python because the hook's light path imports
+    neither hashlib nor anything else it can do without (tests/test_hook_fast.py); the canonical form holds no
+    secret, so a non-cryptographic hash only has to tell databases apart."""
+    h = _FNV_OFFSET
+    for byte in _canonical(url).encode("utf-8"):
+        h = ((h ^ byte) * _FNV_PRIME) & ((1 << 128) - 1)
+    return f"{h:032x}"
