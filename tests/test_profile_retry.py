@@ -116,10 +116,10 @@ async def test_retry_failed_requeues_owed_profile_facts(db_url: str, tmp_path: P
         en, _ = await svc.ingest(MessageIn(content=EN, user_id="alice", role="user"))
         now = utcnow()
         llm.script(tags(1))
-        llm.fail("garbage", times=1, after=1)  # a malformed answer is permanent: failed after one attempt
+        llm.fail("bad_request", times=1, after=1)  # a 400 is permanent: failed after one attempt
         await cycle(lib, now)
         m = await svc.store.get_memory(en)
-        assert m is not None and m.cold_attempts == 1 and "PermanentProviderError" in m.cold_error
+        assert m is not None and m.cold_attempts == 1 and "RejectedInput" in m.cold_error and "HTTP 400" in m.cold_error
         assert await cycle(lib, now + timedelta(seconds=30)) == 0  # cooling down
         assert await svc.store.reset_failed() == 1  # `gieok worker --retry-failed`
         llm.script(FACTS[EN])

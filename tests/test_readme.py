@@ -8,6 +8,9 @@ Markers: an HTML comment on the line right above a block's fence.
 - `<!-- doctest: skip REASON -->` — not run. Only for what cannot run here (another program's CLI, your own
   PostgreSQL server, a second server on the quick start's port); say why. Keep this list short: a skipped
   block is an untested one.
+- `<!-- doctest: elsewhere tests/test_X.py REASON -->` — a recipe for another machine (a container engine, a
+  cluster): not run here, and not counted as a skip, because the named test checks the files it uses (the
+  Dockerfile is linted, compose.yaml and the chart are validated against their schemas). The test must exist.
 - `<!-- doctest: background -->` — a long-running server (`make run`): started in the background, the session
   goes on once `/health` answers, and it is stopped at the end.
 - `<!-- doctest: expect "TEXT" -->` — the block's output (stdout and stderr) must contain TEXT: examples
@@ -46,7 +49,7 @@ SHELL_LANGS = {"sh", "bash", "shell"}
 DEFAULT_ADDR = "127.0.0.1:8765"
 
 _FENCE = re.compile(r"^```([A-Za-z0-9_+-]*)\s*$")
-_MARKER = re.compile(r"^<!--\s*doctest:\s*(skip|background|expect)\b\s*(.*?)\s*-->\s*$")
+_MARKER = re.compile(r"^<!--\s*doctest:\s*(skip|elsewhere|background|expect)\b\s*(.*?)\s*-->\s*$")
 
 # The session runs each block like this: its environment and directory go on to the next block.
 _RUNNER = 'set -eo pipefail\nsource "$1"\nenv -0 > "$2"\npwd > "$3"\n'
@@ -58,6 +61,7 @@ class Block:
     lang: str
     code: str
     skip: str | None = None
+    elsewhere: str | None = None
     background: bool = False
     expect: list[str] = field(default_factory=list)
 
@@ -81,6 +85,8 @@ def readme_blocks(text: str) -> list[Block]:
             kind, arg = mk.groups()
             if kind == "skip":
                 b.skip = arg or "(no reason given)"
+            elif kind == "elsewhere":
+                b.elsewhere = arg
             elif kind == "background":
                 b.background = True
             else:
@@ -94,10 +100,13 @@ def readme_blocks(text: str) -> list[Block]:
 def test_readme_markers_parse() -> None:
     """The parser itself, on a small README: what runs, what is skipped and why, what is expected."""
     text = ('# t\n<!-- doctest: skip needs a tool -->\n```sh\nnope\n```\n```text\nsynopsis\n```\n'
+            '<!-- doctest: elsewhere tests/test_deploy_files.py needs a cluster -->\n```sh\nhelm\n```\n'
             '<!-- doctest: background -->\n<!-- doctest: expect "ok" -->\n```bash\nserve\n```\n```json\n{}\n```\n')
     bs = [b for b in readme_blocks(text) if b.lang in SHELL_LANGS]
-    assert [(b.code, b.skip, b.background, b.expect) for b in bs] == [
-        ("nope\n", "needs a tool", False, []), ("serve\n", None, True, ["ok"])]
+    assert [(b.code, b.skip, b.elsewhere, b.background, b.expect) for b in bs] == [
+        ("nope\n", "needs a tool", None, False, []),
+        ("helm\n", None, "tests/test_deploy_files.py needs a cluster", False, []),
+        ("serve\n", None, None, True, ["ok"])]
 
 
 def _free_port() -> int:
@@ -150,10 +159,16 @@ def test_readme_runs_in_order(tmp_path: Path) -> None:
     env = _session_env(home, port)
     cwd = work
     background: list[subprocess.Popen[str]] = []
-    ran = skipped = 0
+    ran = skipped = elsewhere = 0
     try:
         for n, b in enumerate(readme_blocks(README.read_text(encoding="utf-8"))):
             if b.lang not in SHELL_LANGS:
+                continue
+            if b.elsewhere is not None:
+                test_file, _, reason = b.elsewhere.partition(" ")
+                assert (ROOT / test_file).is_file() and reason, (
+                    f"README.md line {b.line}: `elsewhere` names the test that checks this recipe, then why")
+                elsewhere += 1
                 continue
             if b.skip:
                 assert b.skip != "(no reason given)", f"README.md line {b.line}: say why the block cannot run"
@@ -195,4 +210,4 @@ def test_readme_runs_in_order(tmp_path: Path) -> None:
                     proc.wait(5)
     # Skips are for what cannot run here; once they outnumber the blocks that run, the README is no longer
     # what is tested.
-    assert ran >= 6 and skipped < ran, (ran, skipped)
+    assert ran >= 6 and skipped < ran, (ran, skipped, elsewhere)
