@@ -44,8 +44,11 @@ class AuditLog:
         """Queue an entry (no I/O); the background task writes it within FLUSH_EVERY_S."""
         self._buf.append(e)
         if len(self._buf) > MAX_BUFFER:
-            del self._buf[: len(self._buf) - MAX_BUFFER]
-            self.dropped += 1
+            over = len(self._buf) - MAX_BUFFER
+            del self._buf[:over]
+            if self.dropped // 1000 != (self.dropped + over) // 1000 or not self.dropped:  # log, but not each one
+                log.error("audit: the database is not taking entries; %d dropped (oldest first)", self.dropped + over)
+            self.dropped += over
         if len(self._buf) >= FLUSH_AT:
             self._wake.set()
 
