@@ -97,8 +97,10 @@ async def test_serve_health_ready_metrics_and_json_logs(db_url: str, tmp_path: P
     logs = [json.loads(line) for line in lines if line.startswith("{")]
     assert logs and all({"time", "level", "logger", "message"} <= set(entry) for entry in logs)
     assert any(entry["logger"].startswith("mcp.") for entry in logs)   # the SDK's loggers share the format
-    # Besides the one start-up line on stderr, everything is JSON.
-    assert [line for line in lines if not line.startswith("{")] == [lines[0]] and "gieok MCP server" in lines[0]
+    # Everything on stderr is JSON, the start-up banner too (one object, its addresses as fields).
+    assert [line for line in lines if not line.startswith("{")] == []
+    banner = [e for e in logs if e["message"] == "gieok is serving"]
+    assert len(banner) == 1 and banner[0]["mcp"] == base + "/mcp" and banner[0]["auth"] == "none (loopback only)"
 
 
 async def test_worker_port_serves_health_ready_metrics_and_stops_on_sigterm(db_url: str, tmp_path: Path) -> None:

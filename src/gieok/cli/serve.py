@@ -47,12 +47,20 @@ def serve(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     _banner(s.host, s.port, redacted_url(s.resolved_database_url),
-            ",".join(sorted(s.auth_modes)) or "none (loopback only)", ui=s.ui)
+            ",".join(sorted(s.auth_modes)) or "none (loopback only)", ui=s.ui, as_json=s.log_format == "json")
     run_http(app_, s)
 
 
-def _banner(host: str, port: int, database: str, auth: str, *, ui: bool = False) -> None:
+def _banner(host: str, port: int, database: str, auth: str, *, ui: bool = False, as_json: bool = False) -> None:
     base = f"http://{host}:{port}"
+    if as_json:
+        # A log collector reads one JSON object per line: the banner is one more of them, not eight lines of text.
+        import logging
+        logging.getLogger("gieok.serve").info("gieok is serving", extra={
+            "mcp": f"{base}/mcp", "capture": f"{base}/v1/messages", "context": f"{base}/v1/context",
+            "health": f"{base}/health", **({"dashboard": f"{base}/ui/"} if ui else {}), "database": database,
+            "auth": auth})
+        return
     typer.echo("\n".join([
         "gieok is serving:",
         f"  MCP (Streamable HTTP)  {base}/mcp",
