@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from gieok.core.redact import KINDS, Redaction, redact
+from gieok.core.redact import Redaction, redact
+from gieok.core.secret_patterns import KINDS
 
 ALNUM = "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lm"
 UPPER = "QWERTYUIOP0123456789ASDFGHJKL"

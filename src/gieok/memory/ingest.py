@@ -18,7 +18,8 @@ from gieok.core.gitfiles import clean_remote
 from gieok.core.ids import is_uuid, uuid7
 from gieok.core.limits import MAX_ID_CHARS, MAX_TITLE_CHARS, check_label, check_meta, check_str, check_tags
 from gieok.core.models import KINDS, PRIVACY, ROLES, SOURCES, Identity, Memory
-from gieok.core.redact import redact, redact_json
+from gieok.core.redact import redact
+from gieok.core.redact_json import redact_json
 from gieok.core.text import index_text
 
 # Tool output excerpts a capture keeps for error fingerprints (gieok.capture.transcript): bounded here too,
