@@ -1,0 +1,232 @@
+"""A stream's turns and the messages they become. A stream (a session's main transcript, one subagent,
+one Codex thread) keeps its cursor in a small file under `<GIEOK_HOME>/hooks/`, guarded by a lock so two hooks
+of a stream take turns; the turns written after it are read, leaving an unfinished last turn for the next
+event; each becomes a message, the JSON object POST /v1/messages takes, with its ISO time (no datetime on
+the light path) and the project its working directory belongs to. `HookError` is the one exception of the
+hooks: a problem worth one line on stderr, after which the hook still exits 0 (`gieok.capture.hooks.run`)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from gieok.capture.fastjson import dumps, loads
+from gieok.capture.transcript import code_meta, read_lines, split_content, stream_items
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+    from typing import Any
+
+    from gieok.capture.hook_config import HookSettings
+    from gieok.capture.transcript import Item
+
+FLUSH_WAIT_S = 0.8
+LOCK_WAIT_S = 1.5
+STATE_TTL_DAYS = 30
+
+
+class HookError(Exception):
+    """A problem worth one line on stderr; the hook still exits 0."""
+
+
+def iso(us: int) -> str:
+    """An ISO 8601 UTC time from microseconds since the epoch (without importing datetime)."""
+    sec, frac = divmod(us, 1_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + f".{frac:06d}+00:00"
+
+
+def iso_now(offset_us: int = 0) -> str:
+    return iso(time.time_ns() // 1000 + offset_us)
+
+
+# --- where: project hint -----------------------------------------------------------------------------------
+def project_hint(cwd: str) -> str:
+    """The git repository's name when `cwd` is inside one (read from `.git`, without running git: this runs
+    on every prompt), else the directory's name. A worktree names its main repository."""
+    try:
+        here = os.path.realpath(os.path.expanduser(cwd))
+    except (OSError, ValueError):
+        return os.path.basename(cwd)
+    d = here
+    for _ in range(64):
+        git = os.path.join(d, ".git")
+        try:
+            if os.path.isdir(git):
+                return os.path.basename(d)
+            if os.path.isfile(git):
+                with open(git, encoding="utf-8", errors="replace") as fh:
+                    target = fh.read().strip()
+                gitdir = target[7:].strip().replace("\\", "/") if target.startswith("gitdir:") else ""
+                if "/worktrees/" in gitdir:
+                    main_git = gitdir.split("/worktrees/")[0]
+                    main_git = main_git if os.path.isabs(main_git) else os.path.join(d, main_git)
+                    return os.path.basename(os.path.dirname(os.path.realpath(main_git)))
+                return os.path.basename(d)
+        except OSError:
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return os.path.basename(here) or here
+
+
+# --- cursors -----------------------------------------------------------------------------------------------
+def _safe(name: str) -> str:
+    return "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name[:120]) or "_"
+
+
+class Cursor:
+    __slots__ = ("model", "offset", "path", "turns")
+
+    def __init__(self, path: str = "", offset: int = 0, model: str = "", turns: list[str] | None = None) -> None:
+        self.path = path
+        self.offset = offset
+        self.model = model
+        self.turns = turns          # Codex: turn ids already stored
+
+
+class StreamState:
+    """The cursor of one stream (a session's main transcript, one subagent, one Codex thread) in a small
+    JSON file, guarded by a lock file so two hooks of the same stream take turns."""
+
+    def __init__(self, home: Any, *parts: str) -> None:
+        self.file = os.path.join(os.fspath(home), "hooks", ".".join(_safe(p) for p in parts if p) + ".json")
+
+    def load(self) -> Cursor:
+        try:
+            with open(self.file, encoding="utf-8") as fh:
+                d = loads(fh.read())
+            return Cursor(str(d.get("path", "")), int(d.get("offset", 0)), str(d.get("model", "")), d.get("turns"))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return Cursor()
+
+    def save(self, c: Cursor) -> None:
+        os.makedirs(os.path.dirname(self.file), exist_ok=True)
+        tmp = f"{self.file}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(dumps({"path": c.path, "offset": c.offset, "model": c.model,
+                            **({"turns": c.turns} if c.turns is not None else {})}))
+        os.replace(tmp, self.file)
+
+    def locked(self) -> AbstractContextManager[None]:
+        return _Lock(self.file[:-5] + ".lock")
+
+
+class _Lock:
+    """An advisory lock on a file (waits up to LOCK_WAIT_S, then goes on unlocked rather than hold the agent
+    up; on Windows, which has no advisory locks, it does nothing: dedup keeps a double read harmless)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fh: Any = None
+
+    def __enter__(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.fh = open(self.path, "a+")
+        lockf = getattr(os, "lockf", None)    # POSIX record locks: in `os`, no extension module to load
+        if lockf is None:
+            return
+        until = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                lockf(self.fh.fileno(), os.F_TLOCK, 0)
+                return
+            except OSError:
+                if time.monotonic() > until:
+                    return
+                time.sleep(0.02)
+
+    def __exit__(self, *exc: object) -> None:
+        self.fh.close()
+
+
+def prune_states(home: Any, days: float = STATE_TTL_DAYS) -> None:
+    cutoff = time.time() - days * 86400
+    d = os.path.join(os.fspath(home), "hooks")
+    try:
+        for name in os.listdir(d):
+            f = os.path.join(d, name)
+            if name.endswith((".json", ".lock")) and os.path.getmtime(f) < cutoff:
+                os.unlink(f)
+    except OSError:
+        pass
+
+
+# --- reading new turns -------------------------------------------------------------------------------------
+def _norm(s: str) -> str:
+    return " ".join(s.split())
+
+
+def new_items(path: str, cur: Cursor, keep: Callable[[dict[str, Any]], bool], *, mode: str,
+              last_message: str | None = None) -> tuple[list[Item], int]:
+    """Items of a stream after the cursor, and the offset to store once they are saved.
+    mode "end": everything read is finished. "stop": the last turn is finished when `last_message` is in it
+    (waiting up to FLUSH_WAIT_S for it to be flushed). "prompt": the last turn is finished unless it ends on a
+    tool call. An unfinished last turn is left for the next event: the offset stays at its start."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise HookError(f"cannot read the transcript {path}: {exc.strerror}") from None
+    offset = cur.offset if cur.path == str(path) and cur.offset <= size else 0
+    want = _norm(last_message or "")
+    wait_until = time.monotonic() + (FLUSH_WAIT_S if mode == "stop" and want else 0)
+    while True:
+        lines, end = read_lines(path, offset, final=False)
+        items = stream_items(ln for ln in lines if keep(ln.entry))
+        tail = items[-1] if items and items[-1].role == "assistant" and not items[-1].closed else None
+        if mode == "end":
+            done = True
+        elif want:
+            done = tail is not None and want in _norm(tail.text)
+        else:
+            done = tail is None or not tail.tail_is_tool
+        if done:
+            return items, end
+        if time.monotonic() >= wait_until:
+            return (items[:-1], tail.start) if tail is not None else (items, end)
+        time.sleep(0.05)
+
+
+# --- messages ----------------------------------------------------------------------------------------------
+# Messages are the JSON objects POST /v1/messages takes (`gieok.memory.ingest.message_from_json`), built here
+# as dicts so the hook's path to a server needs no part of the service.
+def message(cfg: HookSettings, content: str, *, role: str, platform: str, model: str = "", session_id: str = "",
+            project: str = "", created_at: str | None = None, meta: dict[str, Any] | None = None,
+            **extra: Any) -> dict[str, Any]:
+    msg: dict[str, Any] = {"content": content, "user_id": cfg.user_id, "role": role, "platform": platform,
+                           "model": model, "session_id": session_id, "project": project, "created_at": created_at,
+                           "meta": meta or {}}
+    msg.update(extra)
+    return msg
+
+
+def split_message(msg: dict[str, Any], max_bytes: int) -> list[dict[str, Any]]:
+    """One message, or its pieces (1 µs apart, so they keep their order) when it is over the size limit."""
+    pieces = split_content(msg["content"], max_bytes)
+    if len(pieces) == 1:
+        return [msg]
+    base = _parse_time(msg.get("created_at"))
+    return [{**msg, "content": p, "meta": {**msg["meta"], "part": f"{i + 1}/{len(pieces)}"},
+             "created_at": iso(base + i) if base is not None else None} for i, p in enumerate(pieces)]
+
+
+def _parse_time(value: str | None) -> int | None:
+    """Microseconds since the epoch of an ISO time (rare: only split messages need it)."""
+    if not value:
+        return None
+    from datetime import UTC, datetime
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    dt = dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    return int(dt.timestamp()) * 1_000_000 + dt.microsecond
+
+
+def with_code(meta: dict[str, Any], it: Item, cwd: str) -> dict[str, Any]:
+    meta.update(code_meta(it, it.cwd or cwd, snapshot=True))
+    return meta
+
