@@ -15,7 +15,7 @@ import pytest
 
 from gieok.capture import fastjson
 from gieok.capture.hook_config import HookConfig
-from gieok.capture.hook_delivery import _query
+from gieok.capture.hook_messages import _query
 from gieok.capture.server_client import _parse
 from gieok.core.settings import Settings
 from tests.test_anchors import git, make_repo

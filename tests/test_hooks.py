@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from gieok.capture import hook_delivery, hook_turns, hooks
+from gieok.capture import hook_messages, hooks
 from gieok.core.settings import Settings, load_settings
 
 GIEOK = str(Path(sys.executable).with_name("gieok"))
@@ -154,18 +154,18 @@ def test_watchdog_caps_a_stuck_hook(tmp_path: Path) -> None:
 
 # --- where ---------------------------------------------------------------------------------------------
 def test_project_hint_reads_git_without_running_it(tmp_path: Path, project: Path) -> None:
-    assert hook_turns.project_hint(str(project)) == "shop"
+    assert hook_messages.project_hint(str(project)) == "shop"
     plain = tmp_path / "notes" / "2026"
     plain.mkdir(parents=True)
-    assert hook_turns.project_hint(str(plain)) == "2026"
+    assert hook_messages.project_hint(str(plain)) == "2026"
     wt = tmp_path / "shop-feature"
     wt.mkdir()
     (wt / ".git").write_text(f"gitdir: {tmp_path / 'shop' / '.git' / 'worktrees' / 'shop-feature'}\n")
-    assert hook_turns.project_hint(str(wt)) == "shop"
+    assert hook_messages.project_hint(str(wt)) == "shop"
     sub = tmp_path / "shop" / "vendor" / "lib"
     sub.mkdir(parents=True)
     (sub / ".git").write_text("gitdir: ../../.git/modules/lib\n")
-    assert hook_turns.project_hint(str(sub)) == "lib"
+    assert hook_messages.project_hint(str(sub)) == "lib"
 
 
 # --- Claude Code: a session as it happens ---------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_claude_code_session_then_import_stores_nothing_twice(tmp_path: Path, pr
     r = run_hook(env, event("SessionStart", tr, project, source="resume"))
     assert r.returncode == 0 and r.stderr == ""
     assert r.stdout.startswith("# Memory for alice (gieok)") and "integer cents" in r.stdout
-    assert len(r.stdout) <= hook_delivery.CONTEXT_MAX_CHARS
+    assert len(r.stdout) <= hook_messages.CONTEXT_MAX_CHARS
 
 
 def test_stop_before_flush_stores_the_turn_whole_later(tmp_path: Path, project: Path,
@@ -244,7 +244,7 @@ def test_stop_before_flush_stores_the_turn_whole_later(tmp_path: Path, project: 
     final = json.loads(transcript_lines()[upto("a-08") - 1])["message"]["content"][0]["text"]
     t0 = time.monotonic()
     hooks.handle_claude(event("Stop", tr, project, last_assistant_message=final), hook_settings)
-    assert time.monotonic() - t0 >= hook_turns.FLUSH_WAIT_S * 0.9
+    assert time.monotonic() - t0 >= hook_messages.FLUSH_WAIT_S * 0.9
     db = Path(hook_settings.home) / "memory.db"
     assert not db.exists() or rows(db) == []       # nothing half-stored
 

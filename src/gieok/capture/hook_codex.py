@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from gieok.capture.hook_delivery import deliver
-from gieok.capture.hook_turns import HookError, StreamState, iso, message, project_hint, split_message
+from gieok.capture.hook_messages import HookError, StreamState, deliver, iso, message, project_hint, split_message
 from gieok.core.anchors import gather, mentions
 
 TYPE_CHECKING = False

@@ -30,9 +30,9 @@ Claude Code events (handled here: this is the hook on every prompt; Codex's is `
 - SessionEnd: stores whatever is left.
 Re-reading is harmless: a turn always gets the same content and time, and the store dedups on them.
 
-The other pieces: `gieok.capture.hook_turns` reads the turns written after a per-stream cursor and builds
-their messages; `gieok.capture.hook_delivery` sends them to the server or stores them directly. Fewer,
-larger modules on purpose: every module on this path is one more file to load on every prompt.
+The rest is in `gieok.capture.hook_messages`: reading the turns written after a per-stream cursor, building
+their messages, and sending them to the server or storing them directly. Two modules rather than more on
+purpose: every module on this path is one more file to load on every prompt.
 """
 
 from __future__ import annotations
@@ -44,15 +44,17 @@ import time
 
 from gieok.capture.fastjson import loads
 from gieok.capture.hook_config import HookConfig
-from gieok.capture.hook_delivery import deliver, full_settings, session_context
-from gieok.capture.hook_turns import (
+from gieok.capture.hook_messages import (
     HookError,
     StreamState,
+    deliver,
+    full_settings,
     iso_now,
     message,
     new_items,
     project_hint,
     prune_states,
+    session_context,
     split_message,
     with_code,
 )

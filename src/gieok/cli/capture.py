@@ -88,7 +88,7 @@ def import_claude_code(
     user: UserOpt = None,
 ) -> None:
     """Import Claude Code transcripts with their original times, roles, models, sessions and subagents."""
-    from gieok.capture.hook_turns import project_hint
+    from gieok.capture.hook_messages import project_hint
     from gieok.capture.importers import claude_code_files, claude_code_messages, guess_kind, wrong_kind_hint
     files = claude_code_files(_existing(path))
     if not files:
