@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_hook_outbox import age
 from tests.test_hooks import GIEOK, hook_env, server  # noqa: F401  (the server fixture)
 
 AGENTS = 4
@@ -90,6 +91,16 @@ def test_four_agents_running_the_console_script(tmp_path: Path) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert failures == []
+    # On a loaded machine a hook may run out of its 5 s and be stopped by its watchdog: that, and only that,
+    # is allowed, because its messages wait in the outbox. One more run (once they look abandoned) stores them.
+    assert all("gave up after 5 s" in f and "hooks/outbox" in f for f in failures), failures
+    outbox = tmp_path / "hooks" / "outbox"
+    for _ in range(10 if failures else 0):   # each run drains what its spare time allows
+        if not age(outbox, 60):
+            break
+        r = subprocess.run([GIEOK, "hook", "claude-code"], env=env, capture_output=True, text=True, timeout=60,
+                           input=json.dumps({"session_id": "drain", "hook_event_name": "SessionEnd",
+                                             "cwd": str(tmp_path)}))
+        assert r.returncode == 0
     check(tmp_path / "memory.db", n)
     assert os.listdir(tmp_path / "hooks")    # one cursor per agent session

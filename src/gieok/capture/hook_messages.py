@@ -249,8 +249,99 @@ def full_settings(cfg: HookSettings | None = None) -> Settings:
     return cfg if isinstance(cfg, Settings) else load_settings()
 
 
+# --- the outbox ----------------------------------------------------------------------------------------------
+# Messages are written to `<GIEOK_HOME>/hooks/outbox/` before delivery and removed after it. A hook the watchdog
+# stops (a loaded machine, a database another process holds) thereby loses nothing: a later hook run delivers
+# what a stopped one left. Delivering twice is harmless (a message keeps its content and time; the store dedups).
+# The files hold what the agent's own transcript holds, unredacted until stored: owner-only, and short-lived.
+OUTBOX_DIR = "outbox"
+OUTBOX_STALE_S = 6.0      # older than a hook's whole run (HOOK_DEADLINE_S): its writer has gone
+OUTBOX_PER_RUN = 20
+
+
+def _outbox(cfg: HookSettings) -> str:
+    return os.path.join(os.fspath(cfg.home), "hooks", OUTBOX_DIR)
+
+
+def outbox_put(cfg: HookSettings, msgs: list[dict[str, Any]]) -> str | None:
+    """Keep `msgs` on disk until delivered; None when the disk refuses (delivery goes on without it)."""
+    d = _outbox(cfg)
+    name = f"{time.time_ns()}-{os.getpid()}.json"
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        tmp = os.path.join(d, "." + name)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(dumps(msgs))
+        path = os.path.join(d, name)
+        os.replace(tmp, path)    # whole or absent: a reader never sees half a file
+        return path
+    except OSError:
+        return None
+
+
+def outbox_done(path: str | None) -> None:
+    if path is None:
+        return
+    try:
+        os.unlink(path)
+    except OSError:   # already gone (another hook delivered it): nothing left to do
+        return
+
+
+def outbox_left(cfg: HookSettings, *, older_than_s: float = OUTBOX_STALE_S) -> list[str]:
+    """Files hooks that have gone left behind, oldest first."""
+    d = _outbox(cfg)
+    try:
+        names = sorted(n for n in os.listdir(d) if n.endswith(".json") and not n.startswith("."))
+    except OSError:
+        return []
+    cutoff = time.time() - older_than_s
+    out = []
+    for n in names:
+        p = os.path.join(d, n)
+        try:
+            if os.stat(p).st_mtime < cutoff:
+                out.append(p)
+        except OSError:
+            continue
+    return out
+
+
+def outbox_drain(cfg: HookSettings, *, until: float) -> int:
+    """Deliver what stopped hooks left, while time.monotonic() < `until`. Each file is claimed by renaming it
+    (one hook delivers it, not every hook at once); a claimer that dies leaves it to be claimed again later."""
+    n = 0
+    for path in outbox_left(cfg)[:OUTBOX_PER_RUN]:
+        if time.monotonic() >= until:
+            break
+        claimed = f"{path[:-5]}.{os.getpid()}.json"
+        try:
+            os.replace(path, claimed)
+            os.utime(claimed)       # fresh again: not stale while this hook delivers it
+            with open(claimed, encoding="utf-8") as fh:
+                msgs = loads(fh.read())
+        except (OSError, ValueError):
+            continue
+        if isinstance(msgs, list):
+            _deliver([m for m in msgs if isinstance(m, dict)], cfg)
+            n += 1
+        outbox_done(claimed)
+    return n
+
+
 def deliver(cfg: HookSettings, msgs: list[dict[str, Any]]) -> list[str]:
-    """Store messages through the running server, else directly. Returns the refusals (bad input)."""
+    """Store messages through the running server, else directly, kept in the outbox until they are. Returns
+    the refusals (bad input)."""
+    if not msgs:
+        return []
+    kept = outbox_put(cfg, msgs)
+    errors = _deliver(msgs, cfg)
+    outbox_done(kept)
+    return errors
+
+
+def _deliver(msgs: list[dict[str, Any]], cfg: HookSettings) -> list[str]:
     if not msgs:
         return []
     server = server_for(cfg)

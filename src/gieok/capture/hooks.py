@@ -4,6 +4,8 @@ the notify JSON as the last argument) turned into memories.
 A hook runs on every prompt, so it must never block or break the agent:
 - the whole run is capped at `HOOK_DEADLINE_S` (a watchdog exits 0); any error exits 0 with one line on stderr,
   also appended to `<GIEOK_HOME>/hooks/hook.log`, since agents hide a hook's stderr;
+- nothing is lost when the watchdog stops a run: messages wait in `<GIEOK_HOME>/hooks/outbox/` until stored,
+  and each run delivers what stopped runs left, in the time it has to spare;
 - stdout stays empty except for SessionStart, whose stdout Claude Code adds to the model's context;
 - when a server runs (`gieok serve --transport http`) the hook talks to it (`gieok.capture.server_client`,
   connect timeout 0.3 s) instead of opening the database — only when its `/health` reports the
@@ -52,6 +54,7 @@ from gieok.capture.hook_messages import (
     iso_now,
     message,
     new_items,
+    outbox_drain,
     project_hint,
     prune_states,
     session_context,
@@ -70,12 +73,14 @@ if TYPE_CHECKING:
     from gieok.capture.transcript import Item
 
 HOOK_DEADLINE_S = 5.0
+DRAIN_MARGIN_S = 2.0     # draining the outbox starts only with this much of the deadline left, and stops there
 _LOG_MAX_BYTES = 1 << 20
 
 
 # --- entry point -------------------------------------------------------------------------------------------
 def run(platform: str, read_input: Callable[[], str], *, deadline_s: float = HOOK_DEADLINE_S) -> int:
     """`gieok hook <platform>`: handle one event. Always returns 0, so the agent never sees a failure."""
+    started = time.monotonic()
     _arm_watchdog(deadline_s)
     cfg: HookSettings | None = None
     try:
@@ -95,6 +100,11 @@ def run(platform: str, read_input: Callable[[], str], *, deadline_s: float = HOO
             sys.stdout.flush()
     except Exception as exc:  # a hook must never break the agent: say what went wrong, exit 0
         _report(cfg, platform, exc)
+    if cfg is not None:
+        try:   # what hooks stopped by their watchdog left, in the time this run has to spare
+            outbox_drain(cfg, until=started + deadline_s - DRAIN_MARGIN_S)
+        except Exception as exc:
+            _report(cfg, platform, exc)
     return 0
 
 
@@ -120,7 +130,8 @@ def _arm_watchdog(seconds: float) -> None:
     def give_up() -> None:
         time.sleep(seconds)
         try:
-            sys.stderr.write(f"gieok hook: gave up after {seconds:g} s so the agent is not held up\n")
+            sys.stderr.write(f"gieok hook: gave up after {seconds:g} s so the agent is not held up "
+                             "(its messages wait in hooks/outbox for the next hook run)\n")
             sys.stderr.flush()
         finally:
             os._exit(0)
