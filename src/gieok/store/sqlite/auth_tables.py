@@ -57,8 +57,8 @@ class SQLiteAuthTables(SQLiteBase):
                               (team, user_id)).rowcount == 1
 
     async def teams_of(self, user_id: str) -> tuple[str, ...]:
-        with self._lock:
-            rows = self.db.execute("SELECT team FROM team_members WHERE user_id = ? ORDER BY team",
+        with self._read() as db:
+            rows = db.execute("SELECT team FROM team_members WHERE user_id = ? ORDER BY team",
                                    (user_id,)).fetchall()
         return tuple(r[0] for r in rows)
 
@@ -71,8 +71,8 @@ class SQLiteAuthTables(SQLiteBase):
                         iso(rec.last_used_at)))
 
     async def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
-        with self._lock:
-            row = self.db.execute(f"SELECT {_KEY_COLS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
+        with self._read() as db:
+            row = db.execute(f"SELECT {_KEY_COLS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
         return _key(row) if row else None
 
     async def list_api_keys(self, user_id: str | None = None) -> list[ApiKeyRecord]:

@@ -53,9 +53,9 @@ class SQLiteCodeRefs(SQLiteBase):
 
     async def anchors_for(self, memory_ids: list[str]) -> dict[str, list[AnchorRow]]:
         out: dict[str, list[AnchorRow]] = {}
-        with self._lock:
+        with self._read() as db:
             for chunk in chunks(list(dict.fromkeys(memory_ids))):
-                rows = self.db.execute(
+                rows = db.execute(
                     f"SELECT {ANCHOR_SELECT} FROM memory_anchors a JOIN memory m ON m.id = a.memory_id "
                     f"WHERE a.memory_id IN ({','.join('?' * len(chunk))}) ORDER BY a.id", chunk).fetchall()
                 for r in rows:
@@ -106,6 +106,6 @@ class SQLiteCodeRefs(SQLiteBase):
                f"fp.digest IN ({d_in}) AS exact FROM memory_fingerprints fp "
                f"JOIN memory m ON m.id = fp.memory_id WHERE (fp.digest IN ({d_in}) OR fp.signature IN ({s_in})) "
                f"AND {where} ORDER BY exact DESC, m.created_at DESC, m.id DESC LIMIT ?")
-        with self._lock:
-            rows = self.db.execute(sql, [*ds, *ds, *ss, *params, limit * 4]).fetchall()
+        with self._read() as db:
+            rows = db.execute(sql, [*ds, *ds, *ss, *params, limit * 4]).fetchall()
         return first_per_memory((fingerprint_match(r[0], r[1], digests, r[1:6]) for r in rows), limit)

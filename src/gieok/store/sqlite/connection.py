@@ -1,8 +1,15 @@
 """The SQLite connection: opening (WAL, busy timeout), write transactions, migrations, the doctor's checks.
-The store's other parts (`memories`, `search`, `queue`, `profiles`) build on `SQLiteBase`."""
+The store's other parts (`memories`, `search`, `queue`, `profiles`) build on `SQLiteBase`.
+
+Writes go through one connection under one lock (`_write`). Searches read through connections of their own
+(`_read`): in WAL mode a reader sees the last commit and neither waits for the writer nor for other readers, so
+eight concurrent searches no longer queue on the write connection's lock behind each other, the hot path's
+inserts and the librarian's batch updates (and the event loop no longer blocks on that lock while a search
+thread holds it)."""
 
 from __future__ import annotations
 
+import queue
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -43,6 +50,11 @@ class SQLiteBase:
         self._busy_timeout_ms = busy_timeout_ms
         self._lock = threading.RLock()
         self._db: sqlite3.Connection | None = None
+        # Idle read connections; one is made whenever every existing one is in use (at most one per thread
+        # reading at once, which the thread pool bounds).
+        self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._reader_count = 0
+        self._readers_lock = threading.Lock()      # counts only: never the write lock, which a reader must not wait for
         self._vec: dict[tuple[tuple[str, str], str], VecCache] = {}  # ((partition kind, name), model)
 
     async def open(self) -> None:
@@ -75,12 +87,58 @@ class SQLiteBase:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+            self._close_readers()
+
+    def _close_readers(self) -> None:
+        while True:
+            try:
+                self._readers.get_nowait().close()
+            except queue.Empty:
+                break
+            with self._readers_lock:
+                self._reader_count -= 1
 
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
             raise StoreError("store is not open: call `await store.open()` first")
         return self._db
+
+    def _open_reader(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        db.execute("PRAGMA query_only = ON")     # a read connection that cannot write, whatever a bug asks
+        with self._readers_lock:
+            self._reader_count += 1
+        return db
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one read (autocommit: each statement reads the latest commit). An in-memory
+        database exists only in its one connection, so there reads share the write connection and its lock.
+        Not for reads inside a write transaction: those must see its uncommitted rows, through `_write`'s
+        connection."""
+        if self.path == ":memory:":
+            with self._lock:
+                yield self.db
+            return
+        self.db  # noqa: B018 - raises the clear "store is not open" error
+        try:
+            db = self._readers.get_nowait()
+        except queue.Empty:
+            try:
+                db = self._open_reader()
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open a read connection to {self.path}: {exc}") from exc
+        try:
+            yield db
+        finally:
+            if self._db is None:            # closed meanwhile
+                db.close()
+                with self._readers_lock:
+                    self._reader_count -= 1
+            else:
+                self._readers.put(db)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

@@ -47,14 +47,14 @@ class SearchMixin(SQLiteBase):
             # Even the rarest term matches too many rows to score them all: score the newest
             # MAX_SCORED_MATCHES matches that pass the filters (FTS5 walks its matches in rowid order and
             # stops there), then rank those.
-            with self._lock:
-                scored = self.db.execute(
+            with self._read() as db:
+                scored = db.execute(
                     f"SELECT m.seq, -memory_fts.rank FROM memory_fts JOIN memory m ON m.seq = memory_fts.rowid "
                     f"WHERE memory_fts MATCH ? AND {fetch_where} ORDER BY memory_fts.rowid DESC LIMIT ?",
                     [match, *params, self.MAX_SCORED_MATCHES]).fetchall()
                 top = sorted(scored, key=lambda r: -r[1])[:limit]
                 score = {int(r[0]): float(r[1]) for r in top}
-                rows = self.db.execute(
+                rows = db.execute(
                     f"SELECT m.seq, {SELECT} FROM memory m WHERE m.seq IN ({','.join('?' * len(top))})",
                     list(score)).fetchall() if top else []
             found = [(row_to_memory(r[1:]), score[r[0]]) for r in rows]
@@ -66,16 +66,16 @@ class SearchMixin(SQLiteBase):
                 return newest_ranked()
             want = max(limit * 2, 50)  # widened below when filters reject rows
             while True:
-                with self._lock:
-                    ranked = self.db.execute(top_sql, (match, want)).fetchall()
-                    found = self._scored_rows({int(r[0]): float(r[1]) for r in ranked}, fetch_where, params)
+                with self._read() as db:
+                    ranked = db.execute(top_sql, (match, want)).fetchall()
+                found = self._scored_rows({int(r[0]): float(r[1]) for r in ranked}, fetch_where, params)
                 if len(found) >= limit or len(ranked) < want:
                     found.sort(key=lambda t: -t[1])
                     return found[:limit]
                 if want >= 20_000:
                     # A very selective filter over a huge match set: let SQLite join and filter instead.
-                    with self._lock:
-                        rows = self.db.execute(
+                    with self._read() as db:
+                        rows = db.execute(
                             f"SELECT {SELECT}, -memory_fts.rank FROM memory_fts JOIN memory m ON "
                             f"m.seq = memory_fts.rowid WHERE memory_fts MATCH ? AND {where} "
                             f"ORDER BY memory_fts.rank LIMIT ?", [match, *params, limit]).fetchall()
@@ -88,10 +88,10 @@ class SearchMixin(SQLiteBase):
         bound variables."""
         seqs = list(score)
         found: list[tuple[Memory, float]] = []
-        with self._lock:
+        with self._read() as db:
             for start in range(0, len(seqs), 900):
                 chunk = seqs[start:start + 900]
-                rows = self.db.execute(
+                rows = db.execute(
                     f"SELECT m.seq, {SELECT} FROM memory m WHERE m.seq IN ({','.join('?' * len(chunk))}) "
                     f"AND {where}", [*chunk, *params]).fetchall()
                 found.extend((row_to_memory(r[1:]), score[r[0]]) for r in rows)
@@ -100,8 +100,8 @@ class SearchMixin(SQLiteBase):
     def _bounded_terms(self, terms: list[list[str]]) -> tuple[list[list[str]], int]:
         """The terms to match, rarest first within the cap, and how many rows they may match."""
         tokens = sorted({t for term in terms for t in term})
-        with self._lock:
-            df = dict(self.db.execute(
+        with self._read() as db:
+            df = dict(db.execute(
                 f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({','.join('?' * len(tokens))})",
                 tokens).fetchall())
         # A phrase matches no more rows than its rarest token.
@@ -117,8 +117,8 @@ class SearchMixin(SQLiteBase):
                f"ORDER BY m.created_at DESC LIMIT ?")
 
         def run() -> list[Memory]:
-            with self._lock:
-                rows = self.db.execute(sql, [*params, like_pattern(needle), limit]).fetchall()
+            with self._read() as db:
+                rows = db.execute(sql, [*params, like_pattern(needle), limit]).fetchall()
             return [row_to_memory(r) for r in rows]
         return await anyio.to_thread.run_sync(run)
 
@@ -139,8 +139,8 @@ class SearchMixin(SQLiteBase):
                    "privacy_scope = ? AND team = ? AND embedding_model = ? AND embed_gen > ? AND privacy_scope <> "
                    "'private' AND embed_gen > 0 AND embedding IS NOT NULL ORDER BY embed_gen")
             params = (scope, name, model, gen)
-        with self._lock:
-            rows = self.db.execute(sql, params).fetchall()
+        with self._read() as db:
+            rows = db.execute(sql, params).fetchall()
         if not rows:
             if cache is None:
                 cache = VecCache(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), 0)
@@ -182,8 +182,8 @@ class SearchMixin(SQLiteBase):
                 if want > 8192:
                     # A selective filter (a rare platform, a narrow date range): ask SQL which rows pass,
                     # using its indexes, and rank only those, instead of widening over most of the matrix.
-                    with self._lock:
-                        allowed = np.fromiter((r[0] for r in self.db.execute(
+                    with self._read() as db:
+                        allowed = np.fromiter((r[0] for r in db.execute(
                             f"SELECT m.seq FROM memory m WHERE {full_where}", params)), dtype=np.int64)
                     scores = np.where(np.isin(cache.seqs, allowed), scores, -np.inf)
                     want = min(limit, len(allowed))
@@ -214,8 +214,8 @@ class SearchMixin(SQLiteBase):
     async def get_vectors(self, ids: list[str], model: str) -> dict[str, Vector]:
         if not ids:
             return {}
-        with self._lock:
-            rows = self.db.execute(f"SELECT id, embedding FROM memory WHERE id IN ({','.join('?' * len(ids))}) "
+        with self._read() as db:
+            rows = db.execute(f"SELECT id, embedding FROM memory WHERE id IN ({','.join('?' * len(ids))}) "
                                    "AND embedding_model = ? AND embedding IS NOT NULL", [*ids, model]).fetchall()
         return {r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}
 
