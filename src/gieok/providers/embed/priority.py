@@ -6,8 +6,8 @@ loop (and, on a developer's machine, with everything else) both compete for CPU:
 4-word query took 116 ms inside the engine instead of 15 ms while the batch thread used most of a core. Two
 mechanisms give the query the CPU:
 
-* the batches run on one thread of their own whose nice value is raised (Linux keeps nice per thread), so the
-  kernel's scheduler prefers the query thread and the event loop whenever they want to run;
+* the batches run on one thread of their own at nice 10 (Linux keeps nice per thread), so the kernel's
+  scheduler prefers the query thread and the event loop whenever they want to run;
 * before each chunk of a batch the lane waits while a query is in flight (at most `max_hold_s`, so a steady
   stream of searches slows the librarian down but never stops it).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import threading
@@ -27,20 +28,41 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-__all__ = ["BackgroundLane", "QueryGate", "lower_thread_priority"]
+__all__ = ["BackgroundLane", "QueryGate", "foreground", "in_foreground", "lower_thread_priority"]
+
+# Set while a caller waits for its documents' vectors (an explicit `remember`, an edit): those are embedded at
+# normal priority beside the lane, not queued behind the librarian's chunks on it.
+_FOREGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("gieok_foreground_embedding", default=False)
 
 
-def lower_thread_priority(increment: int) -> int | None:
-    """Raise the calling thread's nice value by `increment` (capped at 19); returns the new value, or None where
-    the platform has no per-thread priority. Lowering a priority needs no privilege; it cannot be undone by an
-    unprivileged process, which is why the lane has a thread of its own."""
-    if increment <= 0:
+@contextlib.contextmanager
+def foreground() -> Iterator[None]:
+    """Document embedding in this block (this task and what it awaits) is someone's request, not background."""
+    token = _FOREGROUND.set(True)
+    try:
+        yield
+    finally:
+        _FOREGROUND.reset(token)
+
+
+def in_foreground() -> bool:
+    return _FOREGROUND.get()
+
+
+def lower_thread_priority(nice: int) -> int | None:
+    """Run the calling thread at nice value `nice` at least (capped at 19; a thread already nicer keeps its
+    value, so a `gieok worker` started at nice 10 is not pushed further down); returns the thread's nice value,
+    or None where the platform has no per-thread priority. Lowering a priority needs no privilege and cannot be
+    undone without one, which is why the lane has a thread of its own."""
+    if nice <= 0:
         return None
     try:
         tid = threading.get_native_id()
         # On Linux setpriority(PRIO_PROCESS, tid) changes only that thread (nice is a per-thread attribute).
-        new = min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment)
-        os.setpriority(os.PRIO_PROCESS, tid, new)
+        current = os.getpriority(os.PRIO_PROCESS, tid)
+        new = max(current, min(19, nice))
+        if new != current:
+            os.setpriority(os.PRIO_PROCESS, tid, new)
         return new
     except (AttributeError, OSError) as exc:   # not Linux, or a sandbox that forbids it: run at normal priority
         log.debug("cannot lower the embedding thread's priority: %s", exc)
@@ -82,7 +104,8 @@ class QueryGate:
 
 
 class BackgroundLane:
-    """One thread, started on first use at `nice` above the process's priority, running its calls in order.
+    """One thread, started on first use at nice value `nice` (or the process's, if that is nicer), running its
+    calls in order.
 
     Each call is one chunk of a batch, so an interactive caller of the same lane (an explicit `remember`)
     waits for at most the chunk in progress, not for a whole librarian batch."""
