@@ -45,6 +45,11 @@ def _stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
 
 
+def stem_word(word: str) -> str:
+    """The full-text token of one English word ("camping" → camp)."""
+    return _stem(word.lower())
+
+
 def _is_hangul(run: str) -> bool:
     return "\uac00" <= run[0] <= "\ud7af"
 

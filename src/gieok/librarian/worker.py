@@ -38,6 +38,7 @@ from gieok.librarian.maintenance import run_maintenance
 from gieok.librarian.profile import make_extractor, promote_facts
 from gieok.librarian.staleness import check_anchors
 from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
+from gieok.librarian.term_index import index_terms
 from gieok.memory.ports import RowStatus, Status
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import foreground
@@ -179,6 +180,9 @@ class Librarian:
         # or after an edit (both leave tags pending), so a re-embed keeps the anchors' last check.
         await index_rows(self.store, [m for m in rows if m.tag_status != "ok"])
         await self.store.complete_cold(done, now)
+        # The English words of embedded rows join their user's vocabulary (Korean queries reach them through
+        # it: gieok.retrieval.bridge); after the rows are done, since a failure here must not hold them up.
+        await index_terms(self.store, self.embedder, [m for m in rows if results[m.id].embedding is not None])
         # Partial successes (tags ok, embedding failed) are kept; the failure is recorded for a retry.
         partial = [r for mid, r in results.items()
                    if mid in errors and (r.p_tags is not None or r.embedding is not None)]

@@ -15,6 +15,7 @@ from gieok.core.metrics import EMBED_LATENCY, record_provider_error
 from gieok.core.models import Hit, Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
+from gieok.retrieval.bridge import bridge_terms
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.retrieval.same_error import with_same_error
@@ -50,6 +51,7 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     qvec: Vector | None = None
     vec_hits: list[tuple[Memory, float]] = []
     kw_hits: list[tuple[Memory, float]] | None = None
+    bridged = False
 
     async def semantic(emb: Embedder) -> None:
         nonlocal qvec
@@ -73,8 +75,10 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
                                                           recipe.date_candidates))
 
     async def keywords() -> None:
-        nonlocal kw_hits
-        kw_hits = await store.keyword_search(f, terms, recipe.candidates)
+        nonlocal kw_hits, bridged
+        extra = await _bridged(store, embedder, f, query, terms) if recipe.use_vectors else []
+        bridged = bool(extra)
+        kw_hits = await store.keyword_search(f, terms + extra, recipe.candidates)
 
     # The two candidate lists are independent: fetched side by side (the query embedding and the vector scan
     # overlap the full-text query; all of them run off the event loop).
@@ -130,6 +134,11 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
             # For the person or agent reading it; the numbers are in each result's score parts and `mode`.
             notes.append("no close match; showing keyword matches")
             mode = "fallback"
+        if bridged:
+            # The model's translations of the query words helped rank; a fallback shows literal matches only.
+            literal = {m.id: bm for m, bm in await store.keyword_search(f, terms, recipe.candidates)}
+            for k, c in cands.items():
+                c.bm25 = literal.get(k)
         cands = {k: c for k, c in cands.items() if c.bm25}
         for m in await store.substring_search(f, query, recipe.candidates):
             c = cands.get(m.id)
@@ -143,6 +152,19 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
     hits = await with_same_error(store, f, query, hits, limit=limit)
     return SearchOutcome(hits, mode, notes)
+
+
+async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, query: str,
+                   terms: list[list[str]]) -> list[list[str]]:
+    """English terms for a Korean query (gieok.retrieval.bridge); none when the embedder cannot say."""
+    if embedder is None:
+        return []
+    try:
+        return await bridge_terms(store, embedder, f.user_id, query, terms)
+    except ProviderError as exc:
+        record_provider_error("embedder", exc)
+        log.warning("query word embedding failed: %s", exc)
+        return []
 
 
 def _semantic_verdict(query: str, cands: Iterable[Candidate], pair_thresholds: Mapping[tuple[str, str], float],

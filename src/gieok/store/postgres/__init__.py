@@ -35,12 +35,13 @@ from gieok.store.postgres.memories import MemoryRowsMixin
 from gieok.store.postgres.profiles import ProfilesMixin, RelationsMixin
 from gieok.store.postgres.queue import ColdQueueMixin, JobLeasesMixin
 from gieok.store.postgres.search import SearchMixin
+from gieok.store.postgres.term_vectors import PostgresTermVectors
 from gieok.store.postgres.vectors import vector_index_ddl, vector_index_name
 
 __all__ = ["HNSW_EF_SEARCH", "PostgresStore", "postgres_conninfo", "vector_index_ddl", "vector_index_name"]
 
 
 class PostgresStore(MemoryRowsMixin, BrowseMixin, SearchMixin, ColdQueueMixin, JobLeasesMixin, ProfilesMixin,
-                    RelationsMixin, PostgresAuthTables, PostgresCodeRefs):
+                    RelationsMixin, PostgresAuthTables, PostgresCodeRefs, PostgresTermVectors):
     """A `gieok.store.base.Store` on PostgreSQL + pgvector: `PostgresStore("postgresql://user@host/db")`, then
     `await store.open()`."""

@@ -137,6 +137,7 @@ class PostgresAuthTables(PostgresBase):
             rep.memberships = (await con.execute("DELETE FROM team_members WHERE user_id = %s",
                                                  (user_id,))).rowcount
             rep.api_keys = (await con.execute("DELETE FROM api_keys WHERE user_id = %s", (user_id,))).rowcount
+            await con.execute("DELETE FROM term_vectors WHERE user_id = %s", (user_id,))
             n = (await con.execute("UPDATE audit_log SET actor = %s WHERE actor = %s",
                                    (pseudonym, user_id))).rowcount
             n += (await con.execute("UPDATE audit_log SET on_behalf = %s WHERE on_behalf = %s",
@@ -144,4 +145,5 @@ class PostgresAuthTables(PostgresBase):
             n += (await con.execute("UPDATE audit_log SET owners = array_replace(owners, %s, %s) "
                                     "WHERE owners @> ARRAY[%s]::text[]", (user_id, pseudonym, user_id))).rowcount
             rep.audit_pseudonymised = n
+        self._terms.clear()
         return rep

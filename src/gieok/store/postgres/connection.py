@@ -23,6 +23,7 @@ from gieok.store.postgres import migrations
 from gieok.store.postgres.text import FtsStats
 from gieok.store.postgres.vectors import vector_index_ddl, vector_index_name
 from gieok.store.shared import columns_check
+from gieok.store.term_cache import TermCache
 
 HNSW_EF_SEARCH = 100
 PGVECTOR_MIN = (0, 8)
@@ -81,6 +82,7 @@ class PostgresBase:
         self._fts: FtsStats | None = None
         self._large_users: dict[tuple[str, str], float] = {}
         self._fts_refresh: asyncio.Task[None] | None = None
+        self._terms: dict[tuple[str, str], TermCache] = {}  # (user, model): gieok.store.term_cache
 
     async def open(self) -> None:
         if self._pool is not None:

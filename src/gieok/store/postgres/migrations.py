@@ -338,6 +338,14 @@ async def m011_request_keys(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX request_keys_created ON request_keys (created_at)")
 
 
+
+async def m012_term_vectors(db: AsyncConnection[Any]) -> None:
+    # Each user's English words with their vectors (as in SQLite): float32 bytes, read whole into a process.
+    await db.execute("""CREATE TABLE term_vectors (seq bigserial PRIMARY KEY, user_id text NOT NULL,
+        model text NOT NULL, term text NOT NULL, vector bytea NOT NULL, UNIQUE (user_id, model, term))""")
+    await db.execute("CREATE INDEX term_vectors_user_seq ON term_vectors (user_id, model, seq)")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -352,6 +360,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (9, "shown_count", m009_shown_count),
     (10, "code_refs", m010_code_refs),
     (11, "request_keys", m011_request_keys),
+    (12, "term_vectors", m012_term_vectors),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

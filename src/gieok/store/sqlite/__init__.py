@@ -28,11 +28,12 @@ from gieok.store.sqlite.memories import MemoryRowsMixin
 from gieok.store.sqlite.profiles import ProfilesMixin, RelationsMixin
 from gieok.store.sqlite.queue import ColdQueueMixin, JobLeasesMixin
 from gieok.store.sqlite.search import SearchMixin
+from gieok.store.sqlite.term_vectors import SQLiteTermVectors
 
 __all__ = ["SQLiteStore", "sqlite_path"]
 
 
 class SQLiteStore(MemoryRowsMixin, BrowseMixin, SearchMixin, ColdQueueMixin, JobLeasesMixin, ProfilesMixin,
-                  RelationsMixin, SQLiteAuthTables, SQLiteCodeRefs):
+                  RelationsMixin, SQLiteAuthTables, SQLiteCodeRefs, SQLiteTermVectors):
     """A `gieok.store.base.Store` on one SQLite file: `SQLiteStore("sqlite:///path/memory.db")`, then
     `await store.open()`."""

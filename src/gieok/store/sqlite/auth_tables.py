@@ -136,8 +136,10 @@ class SQLiteAuthTables(SQLiteBase):
             rep.profile = db.execute("DELETE FROM users WHERE user_id = ?", (user_id,)).rowcount == 1
             rep.memberships = db.execute("DELETE FROM team_members WHERE user_id = ?", (user_id,)).rowcount
             rep.api_keys = db.execute("DELETE FROM api_keys WHERE user_id = ?", (user_id,)).rowcount
+            db.execute("DELETE FROM term_vectors WHERE user_id = ?", (user_id,))
             rep.audit_pseudonymised = _pseudonymise(db, user_id, pseudonym)
         self._vec.clear()
+        self._terms.clear()
         return rep
 
 

@@ -24,6 +24,7 @@ from gieok.core.errors import ConfigError, StoreError
 from gieok.store.base import Check
 from gieok.store.shared import columns_check
 from gieok.store.sqlite import migrations
+from gieok.store.term_cache import TermCache
 
 
 def sqlite_path(url: str) -> str:
@@ -56,6 +57,7 @@ class SQLiteBase:
         self._reader_count = 0
         self._readers_lock = threading.Lock()      # counts only: never the write lock, which a reader must not wait for
         self._vec: dict[tuple[tuple[str, str], str], VecCache] = {}  # ((partition kind, name), model)
+        self._terms: dict[tuple[str, str], TermCache] = {}  # (user, model): gieok.store.term_cache
 
     async def open(self) -> None:
         if self._db is not None:

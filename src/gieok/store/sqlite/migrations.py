@@ -315,6 +315,15 @@ def m011_request_keys(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX request_keys_created ON request_keys (created_at)")
 
 
+
+def m012_term_vectors(db: sqlite3.Connection) -> None:
+    # Each user's English words with their vectors (gieok.retrieval.bridge): a Korean query word's nearest
+    # English words join its full-text query. Appended only; `seq` lets a process load just what is new.
+    db.execute("""CREATE TABLE term_vectors (seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL,
+        model TEXT NOT NULL, term TEXT NOT NULL, vector BLOB NOT NULL, UNIQUE (user_id, model, term))""")
+    db.execute("CREATE INDEX term_vectors_user_seq ON term_vectors (user_id, model, seq)")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -327,4 +336,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (9, "shown_count", m009_shown_count),
     (10, "code_refs", m010_code_refs),
     (11, "request_keys", m011_request_keys),
+    (12, "term_vectors", m012_term_vectors),
 ]

