@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from gieok.app.runtime import open_service
+from gieok.core.models import Memory
 from gieok.core.settings import load_settings
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
-from gieok.retrieval.bridge import bridge_terms, doc_words, nearest_terms, query_words
+from gieok.retrieval.bridge import bridge_terms, doc_words, merge_bridged, nearest_terms, query_words
 from gieok.store.base import Store
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -44,6 +45,15 @@ def test_nearest_terms_keeps_only_close_words_and_stems_them() -> None:
     # camping and camped share the stem "camp": one term; a filler word under the bar brings nothing.
     assert nearest_terms(q, vocab, m, top=2, min_cos=0.87) == [["camp"]]
     assert nearest_terms(q[:0], vocab, m) == []
+
+
+def test_bridged_evidence_goes_to_english_rows_only() -> None:
+    en = Memory(id="en", user_id="u", content="We went camping by the lake.")
+    mixed = Memory(id="mixed", user_id="u", content="I love 김치 and camping.")
+    ko = Memory(id="ko", user_id="u", content="어제 camping 장비를 잔뜩 샀어, 다음 주에 캠핑 가려고.")
+    merged = dict((m.id, bm) for m, bm in merge_bridged([(ko, 2.0)], [(en, 1.5), (mixed, 1.0), (ko, 3.0)]))
+    # A Korean row keeps its literal evidence only: over Korean memory the bridge's English words are noise.
+    assert merged == {"ko": 2.0, "en": 1.5, "mixed": 1.0}
 
 
 @pytest.fixture

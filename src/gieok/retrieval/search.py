@@ -15,7 +15,7 @@ from gieok.core.metrics import EMBED_LATENCY, record_provider_error
 from gieok.core.models import Hit, Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
-from gieok.retrieval.bridge import bridge_terms
+from gieok.retrieval.bridge import bridge_terms, merge_bridged
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.retrieval.same_error import with_same_error
@@ -51,7 +51,7 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     qvec: Vector | None = None
     vec_hits: list[tuple[Memory, float]] = []
     kw_hits: list[tuple[Memory, float]] | None = None
-    bridged = False
+    literal_bm: dict[str, float] | None = None    # set when bridged terms added evidence
 
     async def semantic(emb: Embedder) -> None:
         nonlocal qvec
@@ -75,10 +75,13 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
                                                           recipe.date_candidates))
 
     async def keywords() -> None:
-        nonlocal kw_hits, bridged
-        extra = await _bridged(store, embedder, f, query, terms) if recipe.use_vectors else []
-        bridged = bool(extra)
-        kw_hits = await store.keyword_search(f, terms + extra, recipe.candidates)
+        nonlocal kw_hits
+        kw_hits = await store.keyword_search(f, terms, recipe.candidates)
+
+    extra: list[list[str]] = []
+
+    async def bridge() -> None:
+        extra.extend(await _bridged(store, embedder, f, query, terms))
 
     # The two candidate lists are independent: fetched side by side (the query embedding and the vector scan
     # overlap the full-text query; all of them run off the event loop).
@@ -88,6 +91,8 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
                 tg.start_soon(semantic, embedder)
             if recipe.use_keywords:
                 tg.start_soon(keywords)
+                if recipe.use_vectors:
+                    tg.start_soon(bridge)   # a Korean query's words, embedded while the searches run
     except BaseExceptionGroup as group:
         # Callers handle a store error as such, not wrapped in a group. One failure is raised as it is, with
         # its own cause; when both searches failed, the first stands for them with the group as its cause,
@@ -98,6 +103,9 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
         raise first from group
     if kw_hits is None and qvec is None:
         await keywords()        # no vectors to go by: keywords answer
+    if extra and kw_hits is not None:
+        literal_bm = {m.id: bm for m, bm in kw_hits}
+        kw_hits = merge_bridged(kw_hits, await store.keyword_search(f, extra, recipe.candidates))
     cands: dict[str, Candidate] = {}
     for m, cos in vec_hits:
         cands.setdefault(m.id, Candidate(m, cos=cos))
@@ -134,11 +142,10 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
             # For the person or agent reading it; the numbers are in each result's score parts and `mode`.
             notes.append("no close match; showing keyword matches")
             mode = "fallback"
-        if bridged:
+        if literal_bm is not None:
             # The model's translations of the query words helped rank; a fallback shows literal matches only.
-            literal = {m.id: bm for m, bm in await store.keyword_search(f, terms, recipe.candidates)}
             for k, c in cands.items():
-                c.bm25 = literal.get(k)
+                c.bm25 = literal_bm.get(k)
         cands = {k: c for k, c in cands.items() if c.bm25}
         for m in await store.substring_search(f, query, recipe.candidates):
             c = cands.get(m.id)
