@@ -79,6 +79,7 @@ async def fill(s: Store, n: int = 30) -> list[str]:
     retry = next(a for a in anchors[ids[8]] if a.anchor.path == "billing/retry.py")
     await s.record_checks([AnchorCheck(retry.id, "changed", "billing/retry.py changed 2 commits ago (+3 −1 lines)",
                                        checked_head="c" * 40, checked_blob="d" * 40)], T0 + timedelta(hours=5))
+    await s.add_term_vectors("alice", "old", ["database", "plan"], np.stack([unit(100), unit(101)]))
     await s.update_memory(ids[5], {"is_active": False, "archived_at": T0})
     await s.update_memory(ids[6], {"deleted_at": T0 + timedelta(days=1)})
     await s.save_user(UserProfile("alice", "Alice", [{"key": "name", "value": "Alice", "sources": [ids[1]]}],
@@ -109,9 +110,11 @@ async def snapshot(s: Store, ids: list[str]) -> dict[str, object]:
     anchors = {mid: [(a.anchor.to_meta(), a.status, a.detail, a.checked_head, a.checked_blob, a.checked_at)
                      for a in rows_] for mid, rows_ in (await s.anchors_for(ids)).items()}
     sig = fingerprints(TRACE)[0].signature
+    vocab = await s.term_matrix("alice", "old")
     return {
         "rows": rows,
         "anchors": anchors,
+        "vocabulary": None if vocab is None else (vocab[0], np.round(vocab[1], 6).tolist()),
         "fingerprinted": [x.memory_id
                           for x in await s.fingerprint_matches(SearchFilters(user_id="alice"), [], [sig], 10)],
         "vectors": {k: np.round(v, 6).tolist() for k, v in vecs.items()},
@@ -143,7 +146,7 @@ async def test_sqlite_to_postgres_and_back_is_lossless(source: tuple[Store, list
         assert report.ok and report.copied == report.target_rows == 30 and report.vectors == 23
         assert (report.links, report.feedback, report.users, report.project_tags) == (2, 3, 1, 2)
         assert report.code_refs == 2 and want["fingerprinted"] == [ids[8]]
-        assert want["anchors"][ids[8]][0][1] == "changed"
+        assert want["anchors"][ids[8]][0][1] == "changed" and report.terms == 2
         assert ("rows", 30, 30) in seen and ("verify", 30, 30) in seen
         assert await snapshot(pg, ids) == want
         # The copy is searchable at once, vectors included.

@@ -16,6 +16,7 @@ from gieok.core.settings import load_settings
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval.bridge import bridge_terms, doc_words, merge_bridged, nearest_terms, query_words
+from gieok.store import open_store
 from gieok.store.base import Store
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -120,3 +121,45 @@ async def test_vocabulary_on_both_backends_is_per_user_incremental_and_erased_wi
     assert await store.missing_terms("carol", "m", ["camping"]) == ["camping"]
     dave = await store.term_matrix("dave", "m")
     assert dave is not None and dave[0] == ["pottery"]
+
+
+async def test_erased_words_leave_every_process_copy_of_the_vocabulary(store: Store, db_url: str) -> None:
+    v = np.eye(4, 4, dtype=np.float32)
+    await store.add_term_vectors("carol", "m", ["camping", "lake", "hiv"], v[:3])
+    await store.add_term_vectors("dave", "m", ["hiv"], v[3:])
+    other = open_store(db_url)          # a second server on the same database, its copy already loaded
+    await other.open()
+    try:
+        got = await other.term_matrix("carol", "m")
+        assert got is not None and got[0] == ["camping", "lake", "hiv"]
+        assert await store.forget_terms("carol", ["hiv", "zebra"]) == 1
+        for s in (store, other):
+            got = await s.term_matrix("carol", "m")
+            assert got is not None and got[0] == ["camping", "lake"] and np.array_equal(got[1], v[:2])
+            dave = await s.term_matrix("dave", "m")
+            assert dave is not None and dave[0] == ["hiv"]                  # another user's words stay
+        await store.add_term_vectors("carol", "m", ["museum"], v[3:])      # appending goes on after a reload
+        got = await other.term_matrix("carol", "m")
+        assert got is not None and got[0] == ["camping", "lake", "museum"]
+        assert await store.forget_terms("carol", ["zebra"]) == 0
+    finally:
+        await other.close()
+
+
+async def test_erasing_a_memory_erases_the_words_only_it_held(svc: MemoryService) -> None:
+    assert svc.embedder is not None
+    model = svc.embedder.name
+    before = await svc.store.term_matrix("alice", model)
+    assert before is not None and {"pottery", "clay", "melanie"} <= set(before[0])
+    pottery = next(h.memory for h in (await svc.search(svc.filters("alice"), "pottery class", now=NOW)).hits)
+    assert pottery.content == TEXTS[1]
+    await svc.forget(pottery.id, "alice", hard=True)
+    after = await svc.store.term_matrix("alice", model)
+    assert after is not None
+    # Its own words go; "melanie" is in two other memories too and stays.
+    assert {"pottery", "clay", "calms"}.isdisjoint(after[0]) and {"melanie", "camping", "museum"} <= set(after[0])
+    # A soft forget keeps the words (the row can come back).
+    museum = next(h.memory for h in (await svc.search(svc.filters("alice"), "dinosaur museum", now=NOW)).hits)
+    await svc.forget(museum.id, "alice")
+    kept = await svc.store.term_matrix("alice", model)
+    assert kept is not None and "dinosaur" in kept[0]

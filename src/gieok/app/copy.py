@@ -13,6 +13,7 @@ Only the `Store` protocol is used, so any pair of backends works. Why it goes th
 - Anchors and error fingerprints are derived from a row's meta and content: rows the source's librarian has
   processed are indexed again in the target (those still pending are indexed by the target's librarian),
   and what the last staleness check found is carried over anchor by anchor, so a stale flag survives.
+- Each user's cross-lingual vocabulary (words with vectors, per embedding model) is copied as it is.
 - Profiles are found through the users that own rows (the protocol has no list of users): a profile whose
   user has no row left at all is not copied.
 """
@@ -51,6 +52,7 @@ class CopyReport:
     links: int = 0
     feedback: int = 0
     code_refs: int = 0              # rows with anchors or error fingerprints, indexed in the target
+    terms: int = 0                  # words of the users' cross-lingual vocabularies
     target_rows: int = 0            # source rows found in the target at the end
     target_links: int = 0
     target_feedback: int = 0
@@ -69,7 +71,8 @@ class CopyReport:
                f"tags       {self.project_tags}",
                f"links      {self.links} in source, {self.target_links} in target",
                f"feedback   {self.feedback} in source, {self.target_feedback} in target",
-               f"code refs  {self.code_refs} rows with anchors or error fingerprints"]
+               f"code refs  {self.code_refs} rows with anchors or error fingerprints",
+               f"vocabulary {self.terms} words"]
         out += [f"MISMATCH   {p}" for p in self.problems]
         return out
 
@@ -184,11 +187,14 @@ async def copy_store(source: Store, target: Store, *, embedder: Embedder | None 
     deleted: set[str] = set()
     users: set[str] = set()
     buf: list[Memory] = []
+    models: set[str] = set()
     batches = 0
     progress("rows", 0, total)
     async for m in source.iter_memories(None, include_deleted=True, batch=batch):
         ids.append(m.id)
         users.add(m.user_id)
+        if m.embedding_model:
+            models.add(m.embedding_model)
         if m.deleted_at is not None:
             deleted.add(m.id)
         buf.append(m)
@@ -208,6 +214,16 @@ async def copy_store(source: Store, target: Store, *, embedder: Embedder | None 
         if profile is not None:
             await target.save_user(profile)
             report.users += 1
+        # The cross-lingual vocabulary is derived, but only from rows as the librarian processes them: the
+        # copied rows are processed already, so their words travel (per model; existing words are kept).
+        for model in sorted(models):
+            vocab = await source.term_matrix(uid, model)
+            if vocab is not None:
+                missing = set(await target.missing_terms(uid, model, vocab[0]))
+                keep = [i for i, t in enumerate(vocab[0]) if t in missing]
+                if keep:
+                    await target.add_term_vectors(uid, model, [vocab[0][i] for i in keep], vocab[1][keep])
+                report.terms += len(vocab[0])
     tags = await source.list_project_tags()
     # Aliases point at other tags (a foreign key): every tag first, then the aliases.
     for t in tags:

@@ -1,17 +1,20 @@
-"""Forgetting a memory reaches everything built from it: the summaries that quote it and the profile facts
-learned from it. The service's `forget` and the librarian's hard delete both go through `forget_row`.
+"""Forgetting a memory reaches everything built from it: the summaries that quote it, the profile facts
+learned from it and, when it is erased, the words of the cross-lingual vocabulary that only it held. The
+service's `forget` and the librarian's hard delete both go through `forget_row`.
 """
 
 from __future__ import annotations
 
 from gieok.core.dates import utcnow
-from gieok.core.text import index_text
+from gieok.core.models import SearchFilters
+from gieok.core.text import index_text, query_terms
 from gieok.memory.ingest import content_hash
 from gieok.memory.ports import RowProcessor
 from gieok.memory.summaries import MAX_SENTENCE_CHARS, extractive_summary, project_key, summary_title
+from gieok.retrieval.bridge import doc_words
 from gieok.store.base import Store
 
-__all__ = ["drop_from_summaries", "drop_profile_sources", "forget_row"]
+__all__ = ["drop_from_summaries", "drop_profile_sources", "drop_vocabulary", "forget_row"]
 
 
 async def forget_row(store: Store, memory_id: str, user_id: str, *, hard: bool,
@@ -21,8 +24,11 @@ async def forget_row(store: Store, memory_id: str, user_id: str, *, hard: bool,
     # Summaries quote their sources: forgetting a row must reach the summaries built from it.
     await drop_from_summaries(store, memory_id, processor)
     if hard:
+        row = await store.get_memory(memory_id, include_deleted=True)
         await store.hard_delete(memory_id)
         await drop_profile_sources(store, user_id, memory_id)
+        if row is not None:
+            await drop_vocabulary(store, user_id, row.content)
         return
     await store.update_memory(memory_id, {"deleted_at": utcnow()})
 
@@ -78,3 +84,11 @@ async def drop_from_summaries(store: Store, memory_id: str, processor: RowProces
             await processor.process_now([fresh])  # replace the vector computed from the old text now
         changed.append(summary.id)
     return changed
+
+
+async def drop_vocabulary(store: Store, user_id: str, content: str) -> int:
+    """Erasure reaches the vocabulary (gieok.retrieval.bridge): the erased text's words that no other memory
+    of the user still holds (live or archived; the full-text index answers) leave it. Returns how many went."""
+    f = SearchFilters(user_id=user_id, include_archived=True)
+    gone = [w for w in doc_words(content) if (terms := query_terms(w)) and not await store.keyword_search(f, terms, 1)]
+    return await store.forget_terms(user_id, gone) if gone else 0

@@ -354,6 +354,12 @@ class TermVectors(Protocol):
         """(terms, L2-normalised matrix) of the user's vocabulary, None when it is empty."""
         ...
 
+    async def forget_terms(self, user_id: str, terms: list[str]) -> int:
+        """Erase these words from the user's vocabulary (every model), here and, at their next search, in
+        every other process's copy; returns how many rows went. Erasing a memory erases its words that no
+        other memory of the user holds (gieok.memory.forgetting)."""
+        ...
+
 
 class Store(Lifecycle, MemoryRows, SearchIndex, ColdQueue, JobLeases, Profiles, Relations, AuthTables, CodeRefs,
             TermVectors, Protocol):

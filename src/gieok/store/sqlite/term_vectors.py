@@ -7,7 +7,7 @@ import anyio
 from gieok.store.base import Vector
 from gieok.store.context_sql import chunks
 from gieok.store.sqlite.connection import SQLiteBase
-from gieok.store.term_cache import TermCache, vector_bytes
+from gieok.store.term_cache import RELOAD_MARKER, TermCache, vector_bytes
 
 
 class SQLiteTermVectors(SQLiteBase):
@@ -26,13 +26,40 @@ class SQLiteTermVectors(SQLiteBase):
                            "ON CONFLICT DO NOTHING",
                            [(user_id, model, t, vector_bytes(v)) for t, v in zip(terms, vectors, strict=True)])
 
-    async def term_matrix(self, user_id: str, model: str) -> tuple[list[str], Vector] | None:
-        cache = self._terms.setdefault((user_id, model), TermCache())
+    async def forget_terms(self, user_id: str, terms: list[str]) -> int:
+        if not terms:
+            return 0
+        with self._write() as db:
+            models = [r[0] for r in db.execute("SELECT DISTINCT model FROM term_vectors WHERE user_id = ?",
+                                               (user_id,))]
+            n = 0
+            for chunk in chunks(list(dict.fromkeys(t for t in terms if t))):
+                n += db.execute(f"DELETE FROM term_vectors WHERE user_id = ? AND term IN "
+                                f"({','.join('?' * len(chunk))})", [user_id, *chunk]).rowcount
+            if n:   # a fresh marker per model (the old one goes): every process's cache reloads at its next search
+                db.execute("DELETE FROM term_vectors WHERE user_id = ? AND term = ?", (user_id, RELOAD_MARKER))
+                db.executemany("INSERT INTO term_vectors (user_id, model, term, vector) VALUES (?, ?, ?, ?)",
+                               [(user_id, m, RELOAD_MARKER, b"") for m in models])
+        self._terms = {k: v for k, v in self._terms.items() if k[0] != user_id}
+        return n
 
-        def load() -> None:
+    async def term_matrix(self, user_id: str, model: str) -> tuple[list[str], Vector] | None:
+        key = (user_id, model)
+        cache = self._terms.setdefault(key, TermCache())
+
+        def load() -> TermCache:
+            c = cache
             with self._lock:
                 rows = self.db.execute("SELECT seq, term, vector FROM term_vectors WHERE user_id = ? AND model = ? "
-                                       "AND seq > ? ORDER BY seq", (user_id, model, cache.seq)).fetchall()
-            cache.extend([(int(s), str(t), bytes(b)) for s, t, b in rows])
-        await anyio.to_thread.run_sync(load)
+                                       "AND seq > ? ORDER BY seq", (user_id, model, c.seq)).fetchall()
+                got = [(int(s), str(t), bytes(b)) for s, t, b in rows]
+                if c.needs_reload(got):
+                    c = TermCache()
+                    got = [(int(s), str(t), bytes(b)) for s, t, b in self.db.execute(
+                        "SELECT seq, term, vector FROM term_vectors WHERE user_id = ? AND model = ? ORDER BY seq",
+                        (user_id, model))]
+            c.extend(got)
+            return c
+        cache = await anyio.to_thread.run_sync(load)
+        self._terms[key] = cache
         return cache.view()
