@@ -199,11 +199,15 @@ class MemoryService:
                                fallback_threshold=self.fallback_threshold(),
                                pair_thresholds=self.pair_thresholds())
         SEARCH_LATENCY.labels(outcome.mode).observe(time.perf_counter() - t0)
-        if count_view and outcome.hits:
-            await self.store.touch([h.memory.id for h in outcome.hits], now)
         if not outcome.hits and (f.since or f.until):
             outcome.notes.append(empty_window_note(f, now))
-        await annotate(self.store, outcome.hits)     # the files each is about, and whether they changed since
+        # Counting the appearances (a write) and reading the files each hit is about (and whether they changed
+        # since) are independent round trips: side by side, so a search under load waits for one, not both.
+        steps = [annotate(self.store, outcome.hits)]
+        if count_view and outcome.hits:
+            steps.append(self.store.touch([h.memory.id for h in outcome.hits], now))
+        for failed in [r for r in await asyncio.gather(*steps, return_exceptions=True) if isinstance(r, BaseException)]:
+            raise failed
         return outcome
 
     def pair_thresholds(self) -> dict[tuple[str, str], float]:
