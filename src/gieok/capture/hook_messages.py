@@ -116,14 +116,21 @@ class StreamState:
 
     def save(self, c: Cursor) -> None:
         os.makedirs(os.path.dirname(self.file), exist_ok=True)
-        tmp = f"{self.file}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(dumps({"path": c.path, "offset": c.offset, "model": c.model,
-                            **({"turns": c.turns} if c.turns is not None else {})}))
-        os.replace(tmp, self.file)
+        write_whole(self.file, dumps({"path": c.path, "offset": c.offset, "model": c.model,
+                                      **({"turns": c.turns} if c.turns is not None else {})}))
 
     def locked(self) -> AbstractContextManager[None]:
         return _Lock(self.file[:-5] + ".lock")
+
+
+def write_whole(path: str, text: str, *, mode: int = 0o644) -> None:
+    """Write `path` whole or not at all (a temp file beside it, then a rename): a reader never sees half."""
+    d, name = os.path.split(path)
+    tmp = os.path.join(d, f".{name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
 
 
 class _Lock:
@@ -266,15 +273,10 @@ def _outbox(cfg: HookSettings) -> str:
 def outbox_put(cfg: HookSettings, msgs: list[dict[str, Any]]) -> str | None:
     """Keep `msgs` on disk until delivered; None when the disk refuses (delivery goes on without it)."""
     d = _outbox(cfg)
-    name = f"{time.time_ns()}-{os.getpid()}.json"
+    path = os.path.join(d, f"{time.time_ns()}-{os.getpid()}.json")
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)
-        tmp = os.path.join(d, "." + name)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(dumps(msgs))
-        path = os.path.join(d, name)
-        os.replace(tmp, path)    # whole or absent: a reader never sees half a file
+        write_whole(path, dumps(msgs), mode=0o600)
         return path
     except OSError:
         return None
@@ -324,7 +326,7 @@ def outbox_drain(cfg: HookSettings, *, until: float) -> int:
         except (OSError, ValueError):
             continue
         if isinstance(msgs, list):
-            _deliver([m for m in msgs if isinstance(m, dict)], cfg)
+            _deliver(cfg, [m for m in msgs if isinstance(m, dict)])
             n += 1
         outbox_done(claimed)
     return n
@@ -336,12 +338,12 @@ def deliver(cfg: HookSettings, msgs: list[dict[str, Any]]) -> list[str]:
     if not msgs:
         return []
     kept = outbox_put(cfg, msgs)
-    errors = _deliver(msgs, cfg)
+    errors = _deliver(cfg, msgs)
     outbox_done(kept)
     return errors
 
 
-def _deliver(msgs: list[dict[str, Any]], cfg: HookSettings) -> list[str]:
+def _deliver(cfg: HookSettings, msgs: list[dict[str, Any]]) -> list[str]:
     if not msgs:
         return []
     server = server_for(cfg)
