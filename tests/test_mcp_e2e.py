@@ -42,8 +42,12 @@ def free_port() -> int:
 
 @pytest.fixture
 def http_server(db_url: str, tmp_path: Path) -> Iterator[str]:
+    yield from _serve(db_url, tmp_path)
+
+
+def _serve(db_url: str, tmp_path: Path, **extra: str) -> Iterator[str]:
     port = free_port()
-    env = server_env(db_url, tmp_path, GIEOK_AGENT_PLATFORM="")
+    env = server_env(db_url, tmp_path, GIEOK_AGENT_PLATFORM="", **extra)
     proc = subprocess.Popen([GIEOK, "serve", "--transport", "http", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
@@ -125,6 +129,19 @@ async def test_http_with_identity_headers(http_server: str) -> None:
         found = data(await client.call_tool("search_memory", {"query": "identity probe", "platform": "codex"}))
         assert found["results"] and found["results"][0]["agent_platform"] == "codex"
         assert found["results"][0]["agent_model"] == "gpt-5.5"
+
+
+async def test_stateless_replicas_answer_with_one_json_body(db_url: str, tmp_path: Path) -> None:
+    """GIEOK_STATELESS_HTTP (replicas behind a load balancer): no session, so no event stream either; the SDK's
+    client takes the JSON answers as they are."""
+    for url in _serve(db_url, tmp_path, GIEOK_STATELESS_HTTP="true"):
+        async with Client(streamable_http_client(url + "/mcp")) as client:
+            await exercise(client)
+        r = httpx2.post(url + "/mcp", headers={"Accept": "application/json, text/event-stream"}, timeout=30,
+                        json={"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                              "params": {"name": "search_memory", "arguments": {"query": "deploy"}}})
+        assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+        assert r.json()["id"] == 7 and not r.json()["result"]["isError"]
 
 
 def test_http_messages_endpoint(http_server: str) -> None:

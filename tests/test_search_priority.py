@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,8 +22,9 @@ from gieok.core.dates import utcnow
 from gieok.core.models import SearchFilters
 from gieok.core.text import query_terms
 from gieok.memory.ingest import MessageIn, prepare
+from gieok.memory.service import MemoryService
 from gieok.providers.embed import local
-from gieok.providers.embed.priority import BackgroundLane, QueryGate, foreground, lower_thread_priority
+from gieok.providers.embed.priority import GATE, BackgroundLane, QueryGate, foreground, lower_thread_priority
 from gieok.providers.embed.query_batch import QueryBatcher
 from gieok.store.base import ColdResult
 from gieok.store.sqlite import SQLiteStore
@@ -69,6 +71,14 @@ async def test_the_lane_thread_runs_at_a_lower_priority_and_the_rest_does_not() 
     assert os.getpriority(os.PRIO_PROCESS, 0) == before      # the process and the event loop keep theirs
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+async def test_the_lane_thread_is_idle_class_and_the_event_loop_is_not() -> None:
+    lane = BackgroundLane("test-lane", 10, QueryGate())
+    policy = await lane.run(lambda: os.sched_getscheduler(threading.get_native_id()))
+    assert policy == os.SCHED_IDLE
+    assert os.sched_getscheduler(threading.get_native_id()) == os.SCHED_OTHER
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
 def test_a_thread_already_nicer_keeps_its_nice_value() -> None:
     got: list[int | None] = []
@@ -82,6 +92,23 @@ def test_a_thread_already_nicer_keeps_its_nice_value() -> None:
     t.start()
     t.join()
     assert got == [18, 18]
+
+
+async def test_a_search_holds_document_chunks_for_its_whole_run(svc: MemoryService,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only the query embedding: the search's database reads too (they slow down beside a chunk)."""
+    seen: list[int] = []
+    real = svc.store.keyword_search
+
+    async def watched(*a: Any, **k: Any) -> Any:
+        seen.append(GATE.active)
+        return await real(*a, **k)
+
+    monkeypatch.setattr(svc.store, "keyword_search", watched)
+    await svc.ingest(MessageIn(content="배포 일정은 화요일 the deploy is on tuesday", user_id="alice"))
+    before = GATE.active
+    out = await svc.search(SearchFilters(user_id="alice"), "deploy 배포")
+    assert out.hits and seen and all(n > before for n in seen) and GATE.active == before
 
 
 async def test_a_query_is_answered_before_a_long_document_batch_ends() -> None:

@@ -15,6 +15,7 @@ from gieok.core.metrics import EMBED_LATENCY, record_provider_error
 from gieok.core.models import Hit, Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
+from gieok.providers.embed.priority import GATE
 from gieok.retrieval.bridge import bridge_terms, merge_bridged
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
@@ -38,6 +39,16 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     """`fallback_threshold`: the best cosine under which the semantic search counts as failed;
     `pair_thresholds`: the same per (query script, memory script) where the model's cosine band differs
     (gieok.retrieval.ranking), other pairs using `fallback_threshold`."""
+    # While a search runs, the librarian's document embedding waits at its next chunk (priority.GATE): the
+    # whole search, since its database reads and ranking slow down beside a batch as much as its embedding.
+    with GATE.query():
+        return await _search(store, embedder, f, query, limit=limit, recipe=recipe, now=now,
+                             fallback_threshold=fallback_threshold, pair_thresholds=pair_thresholds)
+
+
+async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, query: str, *, limit: int,
+                  recipe: Recipe, now: datetime, fallback_threshold: float,
+                  pair_thresholds: Mapping[tuple[str, str], float] | None) -> SearchOutcome:
     query = (query or "").strip()
     if not query:
         # No query: the newest matching rows (an agent browsing by date, tag or project).

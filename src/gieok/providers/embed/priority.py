@@ -6,10 +6,12 @@ loop (and, on a developer's machine, with everything else) both compete for CPU:
 4-word query took 116 ms inside the engine instead of 15 ms while the batch thread used most of a core. Two
 mechanisms give the query the CPU:
 
-* the batches run on one thread of their own at nice 10 (Linux keeps nice per thread), so the kernel's
-  scheduler prefers the query thread and the event loop whenever they want to run;
-* before each chunk of a batch the lane waits while a query is in flight (at most `max_hold_s`, so a steady
-  stream of searches slows the librarian down but never stops it).
+* the batches run on one thread of their own at nice 10 under SCHED_IDLE (Linux keeps both per thread), so
+  the kernel runs them on a core nothing else wants and preempts them as soon as a search thread wakes up;
+* before each chunk of a batch the lane waits while a search is in flight — the whole search, not only its
+  query embedding, because a chunk beside a search slows it even with a core to spare (8 clients, SQLite:
+  search p95 88 ms with no librarian, 124 ms beside an idle-priority e5 loop in another process) — at most
+  `max_hold_s`, so a steady stream of searches slows the librarian down but never stops it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-__all__ = ["BackgroundLane", "QueryGate", "foreground", "in_foreground", "lower_thread_priority"]
+__all__ = ["GATE", "BackgroundLane", "QueryGate", "foreground", "in_foreground", "lower_thread_priority"]
 
 # Set while a caller waits for its documents' vectors (an explicit `remember`, an edit): those are embedded at
 # normal priority beside the lane, not queued behind the librarian's chunks on it.
@@ -51,9 +53,10 @@ def in_foreground() -> bool:
 
 def lower_thread_priority(nice: int) -> int | None:
     """Run the calling thread at nice value `nice` at least (capped at 19; a thread already nicer keeps its
-    value, so a `gieok worker` started at nice 10 is not pushed further down); returns the thread's nice value,
-    or None where the platform has no per-thread priority. Lowering a priority needs no privilege and cannot be
-    undone without one, which is why the lane has a thread of its own."""
+    value, so a `gieok worker` started at nice 10 is not pushed further down) and, where Linux offers it, under
+    SCHED_IDLE; returns the thread's nice value, or None where the platform has no per-thread priority.
+    Lowering a priority needs no privilege and cannot be undone without one, which is why the lane has a thread
+    of its own."""
     if nice <= 0:
         return None
     try:
@@ -63,14 +66,28 @@ def lower_thread_priority(nice: int) -> int | None:
         new = max(current, min(19, nice))
         if new != current:
             os.setpriority(os.PRIO_PROCESS, tid, new)
-        return new
     except (AttributeError, OSError) as exc:   # not Linux, or a sandbox that forbids it: run at normal priority
         log.debug("cannot lower the embedding thread's priority: %s", exc)
         return None
+    _idle_policy(tid)
+    return new
+
+
+def _idle_policy(tid: int) -> None:
+    """SCHED_IDLE: nice only weighs shares once threads compete; an idle-class thread also gives way the moment
+    a normal one wakes. It is not starved: under a saturated CPU it still gets a small share."""
+    setter = getattr(os, "sched_setscheduler", None)
+    policy = getattr(os, "SCHED_IDLE", None)
+    if setter is None or policy is None:
+        return
+    try:
+        setter(tid, policy, os.sched_param(0))
+    except OSError as exc:   # a seccomp profile may refuse it; nice alone still applies
+        log.debug("cannot put the embedding thread under SCHED_IDLE: %s", exc)
 
 
 class QueryGate:
-    """Counts queries in flight; background work waits for none to be before each of its chunks."""
+    """Counts searches in flight; background work waits for none to be before each of its chunks."""
 
     def __init__(self, max_hold_s: float = 0.25) -> None:
         self.max_hold_s = max_hold_s
@@ -101,6 +118,13 @@ class QueryGate:
                 return True
             self.held += 1
             return self._cond.wait_for(lambda: self._active == 0, timeout=self.max_hold_s)
+
+
+# The longest a chunk waits for searches to finish before it runs anyway (the librarian slows, never stops).
+MAX_HOLD_S = 0.25
+# One per process: searches (gieok.retrieval.search) and query embeddings enter it; the lanes of the process's
+# embedders wait on it.
+GATE = QueryGate(MAX_HOLD_S)
 
 
 class BackgroundLane:
