@@ -96,6 +96,9 @@ async def test_teams_keys_audit_and_erasure(store: Store) -> None:
                                             now + timedelta(days=1)))
     got = await store.get_api_key("0123456789ab")
     assert got is not None and (got.user_id, got.role, got.teams, got.revoked_at) == ("bob", "viewer", ["eng"], None)
+    # What authentication reads on every request, in one round trip: the key and its user's current teams.
+    assert await store.key_with_teams("0123456789ab") == (got, ("eng",))
+    assert await store.key_with_teams("ba9876543210") is None
     assert await store.revoke_api_key("0123456789ab", now) and not await store.revoke_api_key("0123456789ab", now)
     await store.touch_api_keys({"0123456789ab": now})
     assert (await store.list_api_keys("bob"))[0].last_used_at is not None

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from gieok.core.dates import MAX_CLOCK_SKEW, parse_date_range, utcnow
-from gieok.core.errors import InvalidInput
+from gieok.core.errors import InvalidInput, StoreError
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval.ranking import usage_level
@@ -50,12 +50,27 @@ async def test_a_search_in_an_empty_window_says_so(svc: MemoryService) -> None:
     assert len(found.hits) == 1 and found.notes == []
 
 
+async def test_a_failing_appearance_count_does_not_fail_the_search(svc: MemoryService,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    await svc.ingest(MessageIn(content="the coffee machine on floor 3 is broken", user_id="alice"))
+
+    async def broken(ids: list[str], now: object) -> None:
+        raise StoreError("database is locked")
+
+    monkeypatch.setattr(svc.store, "touch", broken)
+    found = await svc.search(svc.filters("alice"), "coffee")
+    await svc.settle()
+    assert len(found.hits) == 1 and "could not count 1 search results as shown" in caplog.text
+
+
 async def test_being_shown_is_not_being_used(svc: MemoryService) -> None:
     pinned = await svc.remember(MessageIn(content="I take my coffee black", user_id="alice"))
     other, _ = await svc.ingest(MessageIn(content="the coffee machine on floor 3 is broken", user_id="alice"))
     f = svc.filters("alice")
     for _ in range(30):
         await svc.search(f, "coffee")
+    await svc.settle()          # counts are written beside the answers, not before them
     shown = await svc.get(pinned.id, "alice")
     assert shown.shown_count == 30 and shown.view_count == 0 and shown.cite_count == 0
     assert usage_level(shown) < 0.15                       # thirty appearances are next to nothing

@@ -46,6 +46,7 @@ async def open_runtime(settings: Settings, *, with_embedder: bool = True,
     the librarian in the background for as long as the context is open; it finishes cleanly on exit."""
     store = open_store(settings.resolved_database_url, busy_timeout_ms=settings.busy_timeout_ms)
     await store.open()
+    svc: MemoryService | None = None
     try:
         embedder = make_embedder(settings) if with_embedder else None
         svc = MemoryService(settings, store, embedder)
@@ -62,6 +63,8 @@ async def open_runtime(settings: Settings, *, with_embedder: bool = True,
         else:
             yield rt
     finally:
+        if svc is not None:
+            await svc.settle()      # the last searches' appearance counts, before the store closes
         await store.close()
 
 

@@ -82,7 +82,8 @@ class Authenticator:
             raise Unauthorized("malformed API key: expected gieok_<12 hex>_<43 characters> as printed by "
                                "`gieok keys create`")
         key_id, secret = parsed
-        rec = await self.store.get_api_key(key_id)
+        found = await self.store.key_with_teams(key_id)
+        rec, teams = found if found else (None, ())
         # The hash is compared even when the key id is unknown (against a dummy), so timing does not tell
         # an unknown id from a wrong secret.
         good = secret_matches(key_id, secret, rec.secret_hash if rec else "0" * 64)
@@ -94,7 +95,6 @@ class Authenticator:
         if rec.expires_at is not None and rec.expires_at <= now:
             raise Unauthorized(f"API key {key_id} expired at {rec.expires_at.isoformat()}: create a new one")
         self._note_used(key_id)
-        teams = await self.store.teams_of(rec.user_id)
         return Principal(user_id=rec.user_id, teams=teams, roles=(rec.role,), key_id=key_id, client=rec.name,
                          via="apikey")
 

@@ -90,9 +90,14 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         kw_hits = await store.keyword_search(f, terms, recipe.candidates)
 
     extra: list[list[str]] = []
+    bridged_hits: list[tuple[Memory, float]] = []
 
     async def bridge() -> None:
+        # The Korean words' English neighbours and their own full-text search, beside the other arms rather
+        # than after them.
         extra.extend(await _bridged(store, embedder, f, query, terms))
+        if extra:
+            bridged_hits.extend(await store.keyword_search(f, extra, recipe.candidates))
 
     # The two candidate lists are independent: fetched side by side (the query embedding and the vector scan
     # overlap the full-text query; all of them run off the event loop).
@@ -116,7 +121,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         await keywords()        # no vectors to go by: keywords answer
     if extra and kw_hits is not None:
         literal_bm = {m.id: bm for m, bm in kw_hits}
-        kw_hits = merge_bridged(kw_hits, await store.keyword_search(f, extra, recipe.candidates))
+        kw_hits = merge_bridged(kw_hits, bridged_hits)
     cands: dict[str, Candidate] = {}
     for m, cos in vec_hits:
         cands.setdefault(m.id, Candidate(m, cos=cos))

@@ -107,6 +107,10 @@ class AuthTables(Protocol):
 
     async def get_api_key(self, key_id: str) -> ApiKeyRecord | None: ...
 
+    async def key_with_teams(self, key_id: str) -> tuple[ApiKeyRecord, tuple[str, ...]] | None:
+        """The key and its user's teams (`teams_of`), in one round trip: every authenticated request asks."""
+        ...
+
     async def list_api_keys(self, user_id: str | None = None) -> list[ApiKeyRecord]: ...
 
     async def revoke_api_key(self, key_id: str, at: datetime) -> bool:

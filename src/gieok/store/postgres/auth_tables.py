@@ -76,6 +76,13 @@ class PostgresAuthTables(PostgresBase):
                                            (key_id,))).fetchone()
         return _key(row) if row else None
 
+    async def key_with_teams(self, key_id: str) -> tuple[ApiKeyRecord, tuple[str, ...]] | None:
+        async with self._conn() as con:
+            row = await (await con.execute(
+                f"SELECT {_KEY_COLS}, ARRAY(SELECT t.team FROM team_members t WHERE t.user_id = k.user_id "
+                "ORDER BY t.team) FROM api_keys k WHERE k.key_id = %s", (key_id,))).fetchone()
+        return (_key(row[:-1]), tuple(row[-1] or ())) if row else None
+
     async def list_api_keys(self, user_id: str | None = None) -> list[ApiKeyRecord]:
         cond, params = ("WHERE user_id = %s", [user_id]) if user_id else ("", [])
         async with self._conn() as con:

@@ -81,6 +81,7 @@ class PostgresBase:
         self._indexed: set[tuple[str, int]] = set()
         self._fts: FtsStats | None = None
         self._large_users: dict[tuple[str, str], float] = {}
+        self._small_users: dict[tuple[str, str], float] = {}
         self._fts_refresh: asyncio.Task[None] | None = None
         self._terms: dict[tuple[str, str], TermCache] = {}  # (user, model): gieok.store.term_cache
 

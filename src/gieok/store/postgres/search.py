@@ -36,6 +36,7 @@ EXACT_SCAN_K = 325.0
 EXACT_SCAN_MIN = 2_000
 EXACT_SCAN_MAX = 50_000
 LARGE_USER_TTL_S = 60.0
+SMALL_USER_TTL_S = 15.0
 
 
 class SearchMixin(PostgresBase):
@@ -111,9 +112,11 @@ class SearchMixin(PostgresBase):
         owner, owner_params = owner_clause(f, "%s")
         key = (owner + repr(owner_params), model)
         async with self._conn() as con:
-            large_until = self._large_users.get(key, 0.0)
-            if large_until > time.monotonic():
+            now = time.monotonic()
+            if self._large_users.get(key, 0.0) > now:
                 n = exact_max + 1
+            elif self._small_users.get(key, 0.0) > now:
+                n = 1          # known to have vectors, and few: the exact scan, without counting again
             else:
                 # Counting stops at the threshold: an index-only scan of at most exact_max entries (with a
                 # viewer: its own rows or the shared ones it may see).
@@ -122,9 +125,13 @@ class SearchMixin(PostgresBase):
                     "AND m.embedding IS NOT NULL LIMIT %s) t", (*owner_params, model, exact_max + 1))).fetchone()
                 n = int(row[0]) if row else 0
                 if n > exact_max:
-                    # Large users stay large: skip the count for a while. (Small counts are not cached: a
-                    # stale zero would hide new vectors.)
-                    self._large_users[key] = time.monotonic() + LARGE_USER_TTL_S
+                    # Large users stay large: skip the count for a while.
+                    self._large_users[key] = now + LARGE_USER_TTL_S
+                elif n > 0:
+                    # Small users too, for a shorter while (one round trip less per search): the exact scan is
+                    # right at any size, it only gets slower if the user grows past exact_max meanwhile. A
+                    # zero is not cached: a stale zero would hide new vectors.
+                    self._small_users[key] = now + SMALL_USER_TTL_S
             if n == 0:
                 return []
             if n > exact_max:

@@ -75,6 +75,16 @@ class SQLiteAuthTables(SQLiteBase):
             row = db.execute(f"SELECT {_KEY_COLS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
         return _key(row) if row else None
 
+    async def key_with_teams(self, key_id: str) -> tuple[ApiKeyRecord, tuple[str, ...]] | None:
+        with self._read() as db:
+            row = db.execute(f"SELECT {_KEY_COLS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
+            if row is None:
+                return None
+            rec = _key(row)
+            teams = db.execute("SELECT team FROM team_members WHERE user_id = ? ORDER BY team",
+                               (rec.user_id,)).fetchall()
+        return rec, tuple(r[0] for r in teams)
+
     async def list_api_keys(self, user_id: str | None = None) -> list[ApiKeyRecord]:
         cond, params = ("WHERE user_id = ?", [user_id]) if user_id else ("", [])
         with self._lock:
