@@ -77,3 +77,16 @@ def test_an_unreadable_outbox_file_does_not_stop_capture(tmp_path: Path) -> None
     age(outbox, 60)
     assert run_hook(env, prompt("still captured")).stderr == ""
     assert [c for c, _ in rows(tmp_path / "memory.db")] == ["still captured"]
+
+
+def test_doctor_tells_about_messages_waiting_in_the_outbox(tmp_path: Path) -> None:
+    from tests.test_cli import run as cli
+    assert "[ok] hooks: no captured messages waiting" in cli("doctor", home=tmp_path).stdout
+    outbox = tmp_path / "hooks" / "outbox"
+    outbox.mkdir(parents=True)
+    (outbox / "1-1.json").write_text(json.dumps([{"content": "회의는 목요일", "role": "user"}]))
+    age(outbox, 600)
+    r = cli("doctor", home=tmp_path)
+    assert "[warn] hooks: 1 batch(es) of captured messages wait in" in r.stdout
+    assert "(the oldest for 10 min)" in r.stdout
+    assert r.returncode == 0, r.stdout        # waiting is not failing: nothing is lost

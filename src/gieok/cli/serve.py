@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from gieok.cli.app import DbOpt, UserOpt, app, settings_for
+from gieok.core.settings import Settings
 
 
 @app.command()
@@ -79,7 +80,28 @@ def doctor(db: DbOpt = None, user: UserOpt = None) -> None:
     from gieok.app.doctor import run_checks
     s = settings_for(db, user)
     ok = asyncio.run(run_checks(s, typer.echo))
+    _outbox_check(s)
     raise typer.Exit(0 if ok else 1)
+
+
+def _outbox_check(s: Settings) -> None:
+    """Captured messages that hooks could not store in time wait on disk (not lost, not searchable yet)."""
+    import os
+    import time
+
+    from gieok.capture.hook_messages import OUTBOX_PER_RUN, outbox_left
+    left = outbox_left(s)
+    if not left:
+        typer.echo("[ok] hooks: no captured messages waiting to be stored")
+        return
+    try:
+        oldest = time.time() - os.stat(left[0]).st_mtime      # oldest first
+    except OSError:         # a hook delivered it meanwhile
+        oldest = 0.0
+    typer.echo(f"[warn] hooks: {len(left)} batch(es) of captured messages wait in {os.path.dirname(left[0])} "
+               f"(the oldest for {oldest / 60:.0f} min): the server or database did not answer in time\n"
+               f"       fix: nothing is lost; the next hook run stores up to {OUTBOX_PER_RUN} of them (check that "
+               "`gieok serve` is up, or that no other process holds the database)")
 
 
 @app.command()
