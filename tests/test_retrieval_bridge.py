@@ -163,3 +163,36 @@ async def test_erasing_a_memory_erases_the_words_only_it_held(svc: MemoryService
     await svc.forget(museum.id, "alice")
     kept = await svc.store.term_matrix("alice", model)
     assert kept is not None and "dinosaur" in kept[0]
+
+
+async def test_query_words_are_embedded_once_per_user() -> None:
+    """The words' vectors are remembered per user: a user's second question with the same words asks the model
+    nothing, another user's does (no one learns from the answer time what someone else searched for)."""
+    from gieok.retrieval.bridge import WordVectors, embed_words
+
+    class Counting:
+        name = "test/counting"
+        dim = 4
+
+        def __init__(self) -> None:
+            self.asked: list[list[str]] = []
+
+        async def embed_documents(self, texts: list[str]) -> np.ndarray:
+            raise AssertionError("not for query words")
+
+        async def embed_query(self, text: str) -> np.ndarray:
+            return (await self.embed_queries([text]))[0]
+
+        async def embed_queries(self, texts: list[str]) -> np.ndarray:
+            self.asked.append(list(texts))
+            return np.array([[len(t), 1.0, 0.0, 0.0] for t in texts], np.float32)
+
+    emb, cache = Counting(), WordVectors(size=3)
+    first = await embed_words(emb, ["캠핑", "계획"], user_id="alice", cache=cache)
+    again = await embed_words(emb, ["계획", "캠핑", "가족"], user_id="alice", cache=cache)
+    other = await embed_words(emb, ["캠핑"], user_id="bob", cache=cache)
+    assert emb.asked == [["캠핑", "계획"], ["가족"], ["캠핑"]]
+    assert np.array_equal(again[1], first[0]) and np.array_equal(again[0], first[1]) and other.shape == (1, 4)
+    # Bounded (3 here): bob's word pushed out the least recently used one, alice's 계획; 캠핑 is still known.
+    await embed_words(emb, ["캠핑", "계획"], user_id="alice", cache=cache)
+    assert emb.asked[-1] == ["계획"]

