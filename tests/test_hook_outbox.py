@@ -90,3 +90,25 @@ def test_doctor_tells_about_messages_waiting_in_the_outbox(tmp_path: Path) -> No
     assert "[warn] hooks: 1 batch(es) of captured messages wait in" in r.stdout
     assert "(the oldest for 10 min)" in r.stdout
     assert r.returncode == 0, r.stdout        # waiting is not failing: nothing is lost
+
+
+def test_a_hook_stopped_mid_write_leaves_no_half_file_and_loses_no_whole_one(tmp_path: Path) -> None:
+    """Stopped between writing its outbox file and renaming it: a whole temp file is delivered by the next run,
+    a half-written one is removed (it holds unredacted text), a young one is left to its writer."""
+    env = hook_env(tmp_path)
+    assert run_hook(env, prompt("first, to create the database")).stderr == ""
+    outbox = tmp_path / "hooks" / "outbox"
+    outbox.mkdir(parents=True, exist_ok=True)
+    msg = {"content": "회의록은 금요일까지 보내기", "role": "user", "platform": "claude-code",
+           "session_id": "s1", "created_at": "2026-11-30T09:00:00+00:00"}
+    whole = outbox / ".100-7.json.7.tmp"
+    whole.write_text(json.dumps([msg]))
+    half = outbox / ".101-8.json.8.tmp"
+    half.write_text('[{"content": "sk_live_')
+    for f in (whole, half):
+        os.utime(f, (time.time() - 60, time.time() - 60))
+    young = outbox / ".102-9.json.9.tmp"
+    young.write_text(json.dumps([msg]))
+    assert run_hook(env, prompt("second")).stderr == ""
+    assert "회의록은 금요일까지 보내기" in [c for c, _ in rows(tmp_path / "memory.db")]
+    assert sorted(p.name for p in outbox.iterdir()) == [young.name]

@@ -169,6 +169,8 @@ def prune_states(home: Any, days: float = STATE_TTL_DAYS) -> None:
             f = os.path.join(d, name)
             if name.endswith((".json", ".lock")) and os.path.getmtime(f) < cutoff:
                 os.unlink(f)
+            elif name.startswith(".") and name.endswith(".tmp") and os.path.getmtime(f) < time.time() - 3600:
+                os.unlink(f)        # a cursor a stopped hook never renamed into place (the next run rereads)
     except OSError:
         pass
 
@@ -294,11 +296,12 @@ def outbox_done(path: str | None) -> None:
 def outbox_left(cfg: HookSettings, *, older_than_s: float = OUTBOX_STALE_S) -> list[str]:
     """Files hooks that have gone left behind, oldest first."""
     d = _outbox(cfg)
+    cutoff = time.time() - older_than_s
     try:
+        _finish_writes(d, cutoff)
         names = sorted(n for n in os.listdir(d) if n.endswith(".json") and not n.startswith("."))
     except OSError:
         return []
-    cutoff = time.time() - older_than_s
     out = []
     for n in names:
         p = os.path.join(d, n)
@@ -308,6 +311,31 @@ def outbox_left(cfg: HookSettings, *, older_than_s: float = OUTBOX_STALE_S) -> l
         except OSError:
             continue
     return out
+
+
+def _finish_writes(d: str, cutoff: float) -> None:
+    """A hook stopped between writing its outbox file and renaming it leaves the temp file (`write_whole`): a
+    whole one is put in place for delivery, a half-written one is removed (it holds unredacted text)."""
+    for n in os.listdir(d):
+        if not (n.startswith(".") and n.endswith(".tmp")):
+            continue
+        p = os.path.join(d, n)
+        try:
+            if os.stat(p).st_mtime >= cutoff:
+                continue            # its writer may still be at work
+            with open(p, encoding="utf-8") as fh:
+                whole = isinstance(loads(fh.read()), list)
+        except OSError:
+            continue
+        except ValueError:
+            whole = False
+        try:
+            if whole:
+                os.replace(p, os.path.join(d, n[1:].rsplit(".", 2)[0]))   # ".{name}.{pid}.tmp" -> name
+            else:
+                os.unlink(p)
+        except OSError:
+            continue
 
 
 def outbox_drain(cfg: HookSettings, *, until: float) -> int:
