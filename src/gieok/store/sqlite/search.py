@@ -19,7 +19,6 @@ from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rarest_terms
 from gieok.store.sqlfilters import where_clause
 from gieok.store.sqlite.codec import SELECT, row_to_memory, tags_sql
 from gieok.store.sqlite.connection import SQLiteBase, VecCache
-from gieok.store.sqlite.knn import scores as knn_scores
 
 
 def fts5_query(terms: list[list[str]]) -> str:
@@ -164,10 +163,11 @@ class SearchMixin(SQLiteBase):
             n = len(cache.seqs)
             if n == 0 or cache.mat.shape[1] != query.shape[0]:
                 return []
-            scores = knn_scores(cache.mat, query)
+            scores = cache.mat @ query.astype(np.float32)
             # Filters are applied in SQL to an over-sampled top list; widen until enough rows pass or
-            # every vector has been considered.
-            want = limit * 2  # widened below when filters reject rows
+            # every vector has been considered. The margin is small: most searches filter by owner and
+            # liveness only, which nearly every row passes, and each row fetched is one more to decode.
+            want = limit + max(8, limit // 8)  # widened below when filters reject rows
             while True:
                 if want > 8192:
                     # A selective filter (a rare platform, a narrow date range): ask SQL which rows pass,
