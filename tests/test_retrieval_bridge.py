@@ -12,7 +12,9 @@ import pytest
 
 from gieok.core.models import Memory
 from gieok.memory.service import MemoryService
-from gieok.retrieval.bridge import bridge_terms, doc_words, merge_bridged, nearest_terms, query_words
+from gieok.retrieval import ko_lexicon
+from gieok.retrieval.bridge import (bridge_query, bridge_terms, dictionary_terms, doc_words, merge_bridged,
+                                     nearest_terms, query_words)
 from gieok.store import open_store
 from gieok.store.base import Store
 from tests.conftest import e5_service
@@ -55,6 +57,37 @@ def test_bridged_evidence_goes_to_english_rows_only() -> None:
     assert merged == {"ko": 2.0, "en": 1.5, "mixed": 1.0}
 
 
+@pytest.mark.parametrize("word, lemma", [("갔어", "가"), ("갔", "가"), ("그렸", "그리"), ("봤어", "보"), ("했", "하"),
+                                         ("배웠", "배우"), ("됐어", "되"), ("썼", "쓰"), ("읽었", "읽"), ("책들", "책"),
+                                         ("만났", "만나"), ("공부했", "공부하")])
+def test_lemmas_undo_the_ending_and_the_past_tense(word: str, lemma: str) -> None:
+    got = ko_lexicon.lemmas(word)
+    assert got[0] == word and lemma in got, got
+
+
+@pytest.mark.parametrize("word, sense", [("도자기", "pottery"), ("입양", "adoption"), ("퍼레이드", "parade"),
+                                         ("그렸", "paint"), ("갔어", "go"), ("참여", "participation"),
+                                         ("읽었", "read"), ("책들", "book")])
+def test_the_dictionary_knows_what_the_model_does_not(word: str, sense: str) -> None:
+    assert sense in ko_lexicon.senses(word), ko_lexicon.senses(word)[:10]
+
+
+def test_the_dictionary_has_no_senses_for_what_it_does_not_know() -> None:
+    assert ko_lexicon.senses("퀵슬롯바") == ()
+    assert ko_lexicon.senses("Caroline") == ()
+
+
+def test_dictionary_senses_are_kept_when_the_users_memory_uses_them() -> None:
+    # Vocabulary rows: pottery, clay, go. A sense whose words are not all in it brings nothing; two-word senses
+    # are phrases; filler ("be ...") does not count as a word of the sense.
+    index = {"potteri": 0, "clay": 1, "go": 2}
+    mat = np.eye(3, dtype=np.float32)
+    word = np.array([0.9, 0.5, 0.1], dtype=np.float32)
+    assert dictionary_terms(word, ["ceramics", "pottery", "clay pot", "be gone", "go"], index, mat) == [
+        ["potteri"], ["go"]]
+    assert dictionary_terms(word, ["ceramics"], index, mat) == []
+
+
 @pytest.fixture
 async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
     async with e5_service(tmp_path, TEXTS) as service:
@@ -82,8 +115,32 @@ async def test_korean_words_bridge_to_the_english_words_of_memory(svc: MemorySer
     assert await bridge_terms(svc.store, svc.embedder, "bob", "Melanie는 언제 캠핑 갈 계획이야?") == []
 
 
+async def test_words_the_model_cannot_translate_come_from_the_dictionary(svc: MemoryService) -> None:
+    assert svc.embedder is not None
+    br = await bridge_query(svc.store, svc.embedder, "alice", "Melanie는 언제 도자기 수업에 등록했어?")
+    # 도자기 → pottery and 수업 → class come from the dictionary, filtered by the words alice's memory holds.
+    assert ["potteri"] in br.terms and ["class"] in br.terms, br.terms
+    assert br.english.startswith("Melanie pottery class"), br.english
+    br = await bridge_query(svc.store, svc.embedder, "alice", "Caroline의 입양 면접 소식은?")
+    assert ["adopt"] in br.terms, br.terms
+
+
+async def test_without_the_dictionary_the_model_still_bridges(svc: MemoryService,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    assert svc.embedder is not None
+    monkeypatch.setattr(ko_lexicon, "_senses", {})
+    ko_lexicon.senses.cache_clear()
+    try:
+        terms = await bridge_terms(svc.store, svc.embedder, "alice", "Melanie는 언제 캠핑 갈 계획이야?")
+        assert ["camp"] in terms, terms
+    finally:
+        ko_lexicon.senses.cache_clear()
+
+
 @pytest.mark.parametrize("query, want", [("Melanie는 언제 캠핑 갈 계획이야?", 0),
-                                         ("박물관에서 아이들이 뭘 좋아했어?", 4)])
+                                         ("박물관에서 아이들이 뭘 좋아했어?", 4),
+                                         ("Melanie는 언제 도자기 수업에 등록했어?", 1),
+                                         ("입양 기관에서 연락 왔어?", 2)])
 async def test_a_korean_question_finds_the_english_memory_as_a_keyword_match(svc: MemoryService, query: str,
                                                                             want: int) -> None:
     out = await svc.search(svc.filters("alice"), query, now=NOW)

@@ -22,13 +22,16 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
+import anyio
 import numpy as np
 
 from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem
 from gieok.core.models import Memory
 from gieok.core.text import STOPWORDS, stem_word
 from gieok.providers.embed.base import Embedder, Vector
+from gieok.retrieval import ko_lexicon
 from gieok.retrieval.scripts import HANGUL, text_script
 from gieok.store.base import TermVectors
 
@@ -51,34 +54,56 @@ def doc_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in _DOC_WORD.findall(text.lower()) if w not in STOPWORDS))
 
 
-def query_words(query: str) -> list[str]:
-    """The Korean content words of a query, without particles and endings (as the full-text query has them)."""
-    out: list[str] = []
+def query_word_forms(query: str) -> list[tuple[str, str]]:
+    """(word as written, stem) for the Korean content words of a query; the stem is the word without particles
+    and endings, as the full-text query has it."""
+    out: list[tuple[str, str]] = []
     for w in _HANGUL_RUN.findall(query):
         stem = query_stem(w)
-        if w in KO_STOPWORDS or stem in KO_STOPWORDS or is_suffix(w) or stem in out:
+        if w in KO_STOPWORDS or stem in KO_STOPWORDS or is_suffix(w) or any(stem == s for _w, s in out):
             continue
-        out.append(stem)
+        out.append((w, stem))
     return out[:MAX_QUERY_WORDS]
+
+
+def query_words(query: str) -> list[str]:
+    """The Korean content words of a query, without particles and endings (as the full-text query has them)."""
+    return [stem for _w, stem in query_word_forms(query)]
+
+
+def nearest_words(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
+                  min_cos: float = MIN_COSINE) -> list[list[str]]:
+    """For each query word vector, the vocabulary words closest to it (distinct full-text tokens, best first)."""
+    if not len(vocab) or not len(word_vecs):
+        return [[] for _ in range(len(word_vecs))]
+    sims = word_vecs @ matrix.T
+    out: list[list[str]] = []
+    for row in sims:
+        got: list[str] = []
+        seen: set[str] = set()
+        for j in np.argsort(-row)[: 4 * top]:
+            if row[j] < min_cos or len(got) >= top:
+                break
+            t = stem_word(vocab[j])
+            if t not in seen:
+                seen.add(t)
+                got.append(vocab[j])
+        out.append(got)
+    return out
 
 
 def nearest_terms(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
                   min_cos: float = MIN_COSINE) -> list[list[str]]:
     """Full-text terms (one stemmed token each) for the vocabulary words closest to each query word vector."""
-    if not len(vocab) or not len(word_vecs):
-        return []
-    sims = word_vecs @ matrix.T
     out: list[list[str]] = []
-    for row in sims:
-        got: list[str] = []
-        for j in np.argsort(-row)[: 4 * top]:
-            if row[j] < min_cos or len(got) >= top:
-                break
-            t = stem_word(vocab[j])
-            if t not in got:
-                got.append(t)
-        out.extend([t] for t in got if [t] not in out)
+    for got in nearest_words(word_vecs, vocab, matrix, top=top, min_cos=min_cos):
+        out.extend([t] for w in got if [t := stem_word(w)] not in out)
     return out
+
+
+def written_in_english(m: Memory) -> bool:
+    """Whether a row is English memory for the bridge: no Hangul in its first characters is the quick answer."""
+    return _HANGUL_RUN.search(m.content[:_SCRIPT_SAMPLE]) is None or text_script(m.content) != HANGUL
 
 
 def merge_bridged(literal: list[tuple[Memory, float]],
@@ -89,7 +114,7 @@ def merge_bridged(literal: list[tuple[Memory, float]],
     it everywhere cost ko 30 recall@10 0.774 → 0.722."""
     out = {m.id: (m, bm) for m, bm in literal}
     for m, bm in bridged:
-        if _HANGUL_RUN.search(m.content[:_SCRIPT_SAMPLE]) is not None and text_script(m.content) == HANGUL:
+        if not written_in_english(m):
             continue
         prev = out.get(m.id)
         out[m.id] = (m, (prev[1] if prev else 0.0) + bm)
@@ -143,19 +168,122 @@ async def embed_words(emb: Embedder, words: list[str], *, user_id: str = "",
     return np.stack([known[k] for k in keys])
 
 
-async def bridge_terms(store: TermVectors, emb: Embedder, user_id: str, query: str,
-                       have: Iterable[list[str]] = ()) -> list[list[str]]:
-    """English full-text terms for a Korean query over this user's memory (none for other queries, or when the
-    user's memory holds no English vocabulary yet)."""
+@dataclass(slots=True)
+class Bridged:
+    """What the bridge found for a query: extra full-text terms, and an English rendering of the query (its
+    Latin words and numbers, and each Korean word's best English word, in the query's order) for a second
+    query vector."""
+
+    terms: list[list[str]] = field(default_factory=list)
+    english: str = ""
+    # The part of `terms` that came from the dictionary: translations, not the model's guesses.
+    dictionary: list[list[str]] = field(default_factory=list)
+
+
+_QUERY_PIECE = re.compile("[\uac00-\ud7af]+|[A-Za-z0-9][A-Za-z0-9+.'-]*")
+_SENSE_WORD = re.compile("[a-z]+")
+# Words of a dictionary sense that say nothing about it ("be allowed", "do something").
+_SENSE_FILLER = frozenset({"be", "someone", "something", "one"}) | STOPWORDS
+_SENSE_MAX_WORDS = 2
+
+
+class _StemIndex:
+    """Full-text token → row of a user's vocabulary, kept per vocabulary list (the store appends to the same
+    list as the vocabulary grows, so only new words are indexed)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._by_list: OrderedDict[int, tuple[list[str], dict[str, int]]] = OrderedDict()
+
+    def get(self, terms: list[str]) -> dict[str, int]:
+        got = self._by_list.get(id(terms))
+        if got is None or got[0] is not terms:
+            got = (terms, {})
+            self._by_list[id(terms)] = got
+        self._by_list.move_to_end(id(terms))
+        while len(self._by_list) > self.size:
+            self._by_list.popitem(last=False)
+        index = got[1]
+        for i in range(len(index), len(terms)):
+            index.setdefault(stem_word(terms[i]), i)
+        return index
+
+
+_STEMS = _StemIndex()
+
+
+def dictionary_terms(word_vec: np.ndarray, senses: Iterable[str], index: dict[str, int], matrix: np.ndarray,
+                     *, top: int = TOP_PER_WORD) -> list[list[str]]:
+    """The dictionary senses of one Korean word that the user's memory uses (every word of the sense is in its
+    vocabulary), best first by the embedding model's cosine to the Korean word: a full-text term each (a
+    two-word sense is a phrase)."""
+    scored: list[tuple[float, list[str]]] = []
+    for sense in senses:
+        words = [w for w in _SENSE_WORD.findall(sense.lower()) if w not in _SENSE_FILLER]
+        if not words or len(words) > _SENSE_MAX_WORDS:
+            continue
+        toks = [stem_word(w) for w in words]
+        rows = [index.get(t) for t in toks]
+        if any(r is None for r in rows):
+            continue
+        scored.append((float(np.mean([matrix[r] @ word_vec for r in rows if r is not None])), toks))
+    out: list[list[str]] = []
+    for _cos, toks in sorted(scored, key=lambda t: -t[0]):
+        if toks not in out:
+            out.append(toks)
+        if len(out) >= top:
+            break
+    return out
+
+
+async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: str,
+                       have: Iterable[list[str]] = ()) -> Bridged:
+    """English full-text terms (and the English rendering) for a Korean query over this user's memory; nothing
+    for other queries, or when the user's memory holds no English vocabulary yet.
+
+    Each Korean word is translated by the dictionary where it knows the word (gieok.retrieval.ko_lexicon),
+    keeping the senses this user's memory uses; otherwise by the embedding model's nearest vocabulary words."""
     if text_script(query) != HANGUL:
-        return []
-    words = query_words(query)
-    if not words:
-        return []
+        return Bridged()
+    forms = query_word_forms(query)
+    if not forms:
+        return Bridged()
+    words = [stem for _w, stem in forms]
     vocab = await store.term_matrix(user_id, emb.name)
     if vocab is None:
-        return []
+        return Bridged()
     terms, matrix = vocab
+    if not ko_lexicon.loaded():
+        await anyio.to_thread.run_sync(ko_lexicon.senses_table)   # once per process, off the event loop
     vecs: Vector = await embed_words(emb, words, user_id=user_id)
+    near = nearest_words(vecs, terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE)
+    index = _STEMS.get(terms)
     known = [list(t) for t in have]
-    return [t for t in nearest_terms(vecs, terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE) if t not in known]
+    out: list[list[str]] = []
+    from_dictionary: list[list[str]] = []
+    render: dict[str, str] = {}
+    for i, w in enumerate(words):
+        # As written first: the stem can cut a word's own last syllable ("고양이" → 고양, a particle's shape).
+        senses = ko_lexicon.senses(forms[i][0]) or ko_lexicon.senses(w)
+        got = dictionary_terms(vecs[i], senses, index, matrix)
+        if got:
+            render[w] = " ".join(terms[index[t]] for t in got[0])
+            from_dictionary.extend(t for t in got if t not in from_dictionary and t not in known)
+        else:
+            got = [[stem_word(x)] for x in near[i]]
+            if near[i]:
+                render[w] = near[i][0]
+        out.extend(t for t in got if t not in out and t not in known)
+    pieces: list[str] = []
+    for piece in _QUERY_PIECE.findall(query):
+        if piece[0] < "\uac00":
+            pieces.append(piece)
+        elif (stem := query_stem(piece)) in render:
+            pieces.append(render.pop(stem))
+    return Bridged(out, " ".join(pieces), from_dictionary)
+
+
+async def bridge_terms(store: TermVectors, emb: Embedder, user_id: str, query: str,
+                       have: Iterable[list[str]] = ()) -> list[list[str]]:
+    """English full-text terms for a Korean query over this user's memory."""
+    return (await bridge_query(store, emb, user_id, query, have)).terms

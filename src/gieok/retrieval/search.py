@@ -16,7 +16,7 @@ from gieok.core.models import Hit, Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
-from gieok.retrieval.bridge import bridge_terms, merge_bridged
+from gieok.retrieval.bridge import Bridged, bridge_query, merge_bridged, written_in_english
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.retrieval.same_error import with_same_error
@@ -64,6 +64,11 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     kw_hits: list[tuple[Memory, float]] | None = None
     literal_bm: dict[str, float] | None = None    # set when bridged terms added evidence
 
+    # A Korean query over English memory also gets an English rendering of itself from the bridge (its Latin
+    # words and numbers, its words' translations), embedded beside the vector search: an English row's cosine
+    # is then the mean of its cosines to both query vectors.
+    rendered: list[Vector] = []
+
     async def semantic(emb: Embedder) -> None:
         nonlocal qvec
         t0 = time.perf_counter()
@@ -90,14 +95,23 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         kw_hits = await store.keyword_search(f, terms, recipe.candidates)
 
     extra: list[list[str]] = []
+    translated: list[list[str]] = []      # the part of `extra` the dictionary gave
     bridged_hits: list[tuple[Memory, float]] = []
 
     async def bridge() -> None:
-        # The Korean words' English neighbours and their own full-text search, beside the other arms rather
-        # than after them.
-        extra.extend(await _bridged(store, embedder, f, query, terms))
-        if extra:
-            bridged_hits.extend(await store.keyword_search(f, extra, recipe.candidates))
+        # The Korean words' English neighbours, their own full-text search and the rendering's vector, beside
+        # the other arms rather than after them.
+        br = await _bridged(store, embedder, f, query, terms)
+        extra.extend(br.terms)
+        translated.extend(br.dictionary)
+        async with anyio.create_task_group() as tg2:
+            if extra:
+                tg2.start_soon(bridged_keywords)
+            if br.english and embedder is not None:
+                rendered.extend(await _rendered(embedder, br.english))
+
+    async def bridged_keywords() -> None:
+        bridged_hits.extend(await store.keyword_search(f, extra, recipe.candidates))
 
     # The two candidate lists are independent: fetched side by side (the query embedding and the vector scan
     # overlap the full-text query; all of them run off the event loop).
@@ -146,6 +160,14 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     if pair_thresholds and best_cos is not None:
         best_cos, fallback_threshold = _semantic_verdict(query, cands.values(), pair_thresholds,
                                                          fallback_threshold)
+    if rendered:
+        # After the verdict, which the query's own vector decides (the thresholds were measured on it: with the
+        # mean, unrelated questions' best cosines rose more than answerable ones', p95 0.802 → 0.835 on dev).
+        # Only English rows: over Korean memory the rendering is a few stray English words (measured on ko 30:
+        # recall@10 0.774 → 0.736 when every row took the mean).
+        for c in cands.values():
+            if c.vector is not None and c.cos is not None and written_in_english(c.memory):
+                c.cos = (c.cos + float(c.vector @ rendered[0])) / 2
     mode = "hybrid" if recipe.use_vectors and recipe.use_keywords and qvec is not None else (
         "vector" if qvec is not None else "keyword")
     use_recipe = recipe
@@ -159,9 +181,17 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             notes.append("no close match; showing keyword matches")
             mode = "fallback"
         if literal_bm is not None:
-            # The model's translations of the query words helped rank; a fallback shows literal matches only.
+            # The model's guesses at the query words' translations helped rank; a fallback shows literal and
+            # dictionary matches only, as an English query's fallback shows its own words' matches.
+            shown = literal_bm
+            if translated:
+                found = await store.keyword_search(f, translated, recipe.candidates)
+                lit = [(c.memory, literal_bm[k]) for k, c in cands.items() if k in literal_bm]
+                shown = {m.id: bm for m, bm in merge_bridged(lit, found)}
+                for m, _bm in found:
+                    cands.setdefault(m.id, Candidate(m))
             for k, c in cands.items():
-                c.bm25 = literal_bm.get(k)
+                c.bm25 = shown.get(k)
         cands = {k: c for k, c in cands.items() if c.bm25}
         for m in await store.substring_search(f, query, recipe.candidates):
             c = cands.get(m.id)
@@ -178,15 +208,26 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
 
 
 async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, query: str,
-                   terms: list[list[str]]) -> list[list[str]]:
+                   terms: list[list[str]]) -> Bridged:
     """English terms for a Korean query (gieok.retrieval.bridge); none when the embedder cannot say."""
     if embedder is None:
-        return []
+        return Bridged()
     try:
-        return await bridge_terms(store, embedder, f.user_id, query, terms)
+        return await bridge_query(store, embedder, f.user_id, query, terms)
     except ProviderError as exc:
         record_provider_error("embedder", exc)
         log.warning("query word embedding failed: %s", exc)
+        return Bridged()
+
+
+async def _rendered(embedder: Embedder, english: str) -> list[Vector]:
+    """The query vector of the bridge's English rendering; none when the embedder fails (the Korean query's
+    own vector still searches)."""
+    try:
+        return [await embedder.embed_query(english)]
+    except ProviderError as exc:
+        record_provider_error("embedder", exc)
+        log.warning("rendered query embedding failed: %s", exc)
         return []
 
 

