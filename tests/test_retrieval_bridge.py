@@ -21,6 +21,7 @@ from gieok.retrieval.bridge import (
     merge_bridged,
     nearest_terms,
     query_words,
+    written_in_english,
 )
 from gieok.store import open_store
 from gieok.store.base import Store
@@ -35,6 +36,7 @@ TEXTS = [
     "Caroline: I'm reading a novel about a lighthouse keeper.",
     "Melanie: The kids loved the dinosaur exhibit at the museum.",
     "Caroline: My new job at the bank starts on Monday.",
+    "지나: 내일 은행에 가서 통장을 새로 만들어야 해.",
 ]
 
 
@@ -130,6 +132,29 @@ async def test_words_the_model_cannot_translate_come_from_the_dictionary(svc: Me
     assert br.english.startswith("Melanie pottery class"), br.english
     br = await bridge_query(svc.store, svc.embedder, "alice", "Caroline의 입양 면접 소식은?")
     assert ["adopt"] in br.terms, br.terms
+
+
+async def test_english_rows_rank_on_the_mean_with_the_rendering_and_korean_rows_on_their_own(
+        svc: MemoryService) -> None:
+    assert svc.embedder is not None
+    query = "Caroline은 은행에서 새 일을 언제 시작해?"     # the bank: one English row, one Korean row
+    out = await svc.search(svc.filters("alice"), query, now=NOW)
+    br = await bridge_query(svc.store, svc.embedder, "alice", query)
+    qv, rv = await svc.embedder.embed_query(query), await svc.embedder.embed_query(br.english)
+    vecs = await svc.store.get_vectors([h.memory.id for h in out.hits], svc.embedder.name)
+    kinds = set()
+    for h in out.hits:
+        v = vecs[h.memory.id]
+        english = written_in_english(h.memory)
+        kinds.add(english)
+        want = (float(v @ qv) + float(v @ rv)) / 2 if english else float(v @ qv)
+        assert abs(h.parts["cosine"] - want) < 1e-4, (h.memory.content, h.parts["cosine"], want)
+    assert kinds == {True, False}
+    # An English query has no rendering: its cosines are its own.
+    out = await svc.search(svc.filters("alice"), "pottery class", now=NOW)
+    ev = await svc.embedder.embed_query("pottery class")
+    vecs = await svc.store.get_vectors([h.memory.id for h in out.hits], svc.embedder.name)
+    assert all(abs(h.parts["cosine"] - float(vecs[h.memory.id] @ ev)) < 1e-4 for h in out.hits)
 
 
 async def test_without_the_dictionary_the_model_still_bridges(svc: MemoryService,

@@ -16,7 +16,7 @@ from gieok.core.models import Hit, Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
-from gieok.retrieval.bridge import Bridged, bridge_query, merge_bridged, written_in_english
+from gieok.retrieval.bridge import Bridged, bridge_query, embed_words, merge_bridged, written_in_english
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.retrieval.same_error import with_same_error
@@ -108,7 +108,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             if extra:
                 tg2.start_soon(bridged_keywords)
             if br.english and embedder is not None:
-                rendered.extend(await _rendered(embedder, br.english))
+                rendered.extend(await _rendered(embedder, br.english, f.user_id))
 
     async def bridged_keywords() -> None:
         bridged_hits.extend(await store.keyword_search(f, extra, recipe.candidates))
@@ -220,11 +220,11 @@ async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, qu
         return Bridged()
 
 
-async def _rendered(embedder: Embedder, english: str) -> list[Vector]:
-    """The query vector of the bridge's English rendering; none when the embedder fails (the Korean query's
-    own vector still searches)."""
+async def _rendered(embedder: Embedder, english: str, user_id: str) -> list[Vector]:
+    """The query vector of the bridge's English rendering (remembered with the user's query words: a repeated
+    question costs no model call); none when the embedder fails (the Korean query's own vector still searches)."""
     try:
-        return [await embedder.embed_query(english)]
+        return [(await embed_words(embedder, [english], user_id=user_id))[0]]
     except ProviderError as exc:
         record_provider_error("embedder", exc)
         log.warning("rendered query embedding failed: %s", exc)
