@@ -1,4 +1,5 @@
-"""A lexical bridge for Korean questions over English memory, through the embedding model alone.
+"""A lexical bridge for Korean questions over English memory: a dictionary where it knows the word, the
+embedding model where it does not.
 
 A Korean question ("Melanie는 언제 캠핑 갈 계획이야?") shares no word with the English memory that answers it
 ("We're planning to go camping next month"), so the full-text arm finds nothing and only the multilingual
@@ -8,8 +9,10 @@ instead lifts recall@10 from 0.45 to 0.81: the missing piece is the words, not t
 The embedding model (multilingual e5) places a Korean word close to its English translation (캠핑 → camping
 0.90, 계획 → planning 0.92, 가족 → family 0.91). So each user's memory keeps a vocabulary of the English words
 it contains, each embedded once by the librarian (cold path, `gieok.librarian.term_index`), and a Korean query
-word's nearest English words that clear a cosine bar join the full-text query as extra terms. Nothing here is
-about a dataset: the vocabulary is the user's own words, the translation is the model's.
+word's nearest English words that clear a cosine bar join the full-text query as extra terms. The model gets
+rarer nouns and most verbs wrong (도자기 → "doin"), so a word the dictionary knows (gieok.retrieval.ko_lexicon)
+takes its senses instead, those the user's vocabulary holds. The bridge also renders the query in English for a
+second query vector (`Bridged.english`). Nothing here is about a dataset: the vocabulary is the user's own words.
 
 Two words per Korean word, with a low bar (0.80), measured best on the dev set (xq recall@10: bar 0.87 0.509,
 0.85 0.521, 0.83 0.535, 0.80 0.542; three words per word 0.541): a Korean predicate or ending ("갔어") brings
@@ -248,23 +251,22 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     forms = query_word_forms(query)
     if not forms:
         return Bridged()
-    words = [stem for _w, stem in forms]
     vocab = await store.term_matrix(user_id, emb.name)
     if vocab is None:
         return Bridged()
     terms, matrix = vocab
     if not ko_lexicon.loaded():
         await anyio.to_thread.run_sync(ko_lexicon.senses_table)   # once per process, off the event loop
-    vecs: Vector = await embed_words(emb, words, user_id=user_id)
+    vecs: Vector = await embed_words(emb, [stem for _w, stem in forms], user_id=user_id)
     near = nearest_words(vecs, terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE)
     index = _STEMS.get(terms)
     known = [list(t) for t in have]
     out: list[list[str]] = []
     from_dictionary: list[list[str]] = []
     render: dict[str, str] = {}
-    for i, w in enumerate(words):
+    for i, (written, w) in enumerate(forms):
         # As written first: the stem can cut a word's own last syllable ("고양이" → 고양, a particle's shape).
-        senses = ko_lexicon.senses(forms[i][0]) or ko_lexicon.senses(w)
+        senses = ko_lexicon.senses(written) or ko_lexicon.senses(w)
         got = dictionary_terms(vecs[i], senses, index, matrix)
         if got:
             render[w] = " ".join(terms[index[t]] for t in got[0])

@@ -76,8 +76,9 @@ def loaded() -> bool:
     return _senses is not None
 
 
-def _syllable(initial_vowel: int, final: int = 0) -> str:
-    return chr(_HANGUL_BASE + initial_vowel * _FINALS + final)
+def _syllable(initial_vowel: int) -> str:
+    """The open syllable (no final consonant) of a combined initial-vowel index."""
+    return chr(_HANGUL_BASE + initial_vowel * _FINALS)
 
 
 def lemmas(word: str) -> list[str]:

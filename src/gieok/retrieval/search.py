@@ -186,7 +186,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             shown = literal_bm
             if translated:
                 found = await store.keyword_search(f, translated, recipe.candidates)
-                lit = [(c.memory, literal_bm[k]) for k, c in cands.items() if k in literal_bm]
+                # Every literal hit is a candidate already (kw_hits joined the pool).
+                lit = [(cands[k].memory, bm) for k, bm in literal_bm.items()]
                 shown = {m.id: bm for m, bm in merge_bridged(lit, found)}
                 for m, _bm in found:
                     cands.setdefault(m.id, Candidate(m))
