@@ -157,6 +157,19 @@ async def test_english_rows_rank_on_the_mean_with_the_rendering_and_korean_rows_
     assert all(abs(h.parts["cosine"] - float(vecs[h.memory.id] @ ev)) < 1e-4 for h in out.hits)
 
 
+async def test_a_remembered_fact_joins_the_vocabulary_at_once(svc: MemoryService) -> None:
+    # `remember` tags and embeds in the call (the cold path never claims the row again): its words must join
+    # the vocabulary there too, or a Korean question could never bridge to it.
+    from gieok.memory.ingest import MessageIn
+    assert svc.embedder is not None
+    res = await svc.remember(MessageIn(content="The orchestra rehearsal moved to the harbour warehouse.",
+                                       user_id="alice"))
+    got = await svc.store.term_matrix("alice", svc.embedder.name)
+    assert got is not None and {"orchestra", "rehearsal", "warehouse"} <= set(got[0])
+    out = await svc.search(svc.filters("alice"), "오케스트라 리허설은 어디로 옮겼어?", now=NOW)
+    assert out.hits and out.hits[0].memory.id == res.id, [h.memory.content for h in out.hits]
+
+
 async def test_without_the_dictionary_the_model_still_bridges(svc: MemoryService,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     assert svc.embedder is not None

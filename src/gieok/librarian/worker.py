@@ -212,6 +212,10 @@ class Librarian:
             results[m.id].profile = "pending" if m.id in owed else "ok"
         await index_rows(self.store, [m for m in rows if m.tag_status != "ok"])
         await self.store.complete_cold(list(results.values()), self.clock())
+        # Their English words join the vocabulary as in the cold path (a row done here is never claimed again,
+        # so without this a Korean question could not reach a remembered fact through the bridge).
+        with foreground():
+            await index_terms(self.store, self.embedder, [m for m in rows if results[m.id].embedding is not None])
         out: dict[str, RowStatus] = {}
         for m in rows:
             r = results[m.id]
