@@ -17,6 +17,7 @@ from functools import lru_cache
 import Stemmer
 
 from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem
+from gieok.core.korean_stems import prefix_stems
 
 _CJK_CHARS = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 # One pass over the lower-cased text: a Latin/digit word, or a run of CJK characters.
@@ -106,6 +107,28 @@ def query_terms(query: str) -> list[list[str]]:
             seen.add(tuple(t))
             unique.append(t)
     return unique
+
+
+PREFIX = "*"
+
+
+def prefix_terms(query: str) -> list[list[str]]:
+    """The one-syllable verb stems of a query's Korean words (gieok.core.korean_stems), each a one-token term
+    `["쓰*"]` that matches every token beginning with 쓰. A search adds them to `query_terms`; a backend reads
+    them with `term_prefix`."""
+    out: list[list[str]] = []
+    for w, cjk in _tokens(query):
+        if cjk and _is_hangul(w) and w not in KO_STOPWORDS:
+            out.extend([s + PREFIX] for s in prefix_stems(w) if [s + PREFIX] not in out)
+    return out
+
+
+def term_prefix(term: list[str]) -> str | None:
+    """The stem of a prefix term (`["쓰*"]` → 쓰), None for a phrase. Only a word's characters make one: the
+    backends put the stem into their query syntax."""
+    if len(term) == 1 and len(term[0]) > 1 and term[0].endswith(PREFIX) and term[0][:-1].isalnum():
+        return term[0][:-1]
+    return None
 
 
 def estimate_tokens(text: str, chars_per_token: float = 1.7) -> int:

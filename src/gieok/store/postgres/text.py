@@ -18,6 +18,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from gieok.core.text import term_prefix
 from gieok.store.context_sql import (
     CONTEXT_CHARS,
     CONTEXT_WEIGHT,
@@ -47,8 +48,14 @@ class FtsStats:
         return cls(at, max(rows, 0.0), max(avg_len, 0.0), per, floor)
 
     def df(self, tokens: list[str]) -> float:
-        """Estimated rows a phrase matches: those of its rarest token (0 without statistics yet)."""
-        return max(1.0, min(self.freq.get(t, self.floor) for t in tokens) * self.rows) if self.rows >= 1 else 0.0
+        """Estimated rows a phrase matches: those of its rarest token; a prefix term's, those of the common
+        lexemes it begins, or the floor (0 without statistics yet)."""
+        if self.rows < 1:
+            return 0.0
+        if (p := term_prefix(tokens)) is not None:
+            share = sum(f for e, f in self.freq.items() if e.startswith(p)) or self.floor
+            return max(1.0, min(1.0, share) * self.rows)
+        return max(1.0, min(self.freq.get(t, self.floor) for t in tokens) * self.rows)
 
     def idf(self, tokens: list[str]) -> float:
         """BM25 idf (Lucene's non-negative form) of a phrase. Without statistics yet (a new table) every term
@@ -59,17 +66,24 @@ class FtsStats:
         return math.log(1 + (self.rows - df + 0.5) / (df + 0.5))
 
 
-def bm25_sql(n_phrases: int, where: str, select: str, *, newest: bool = False) -> str:
-    """The keyword query for `n_phrases` terms under filter `where`, returning `select` columns and the score.
-    Parameters, in order: the phrases, the filter's, [with `newest`: how many of the newest matches to
-    score,] the phrases again, the mean document length, one idf per phrase, the limit."""
-    tsq = " || ".join(["phraseto_tsquery('simple', %s)"] * n_phrases)
+def tsquery_params(terms: list[list[str]]) -> list[str]:
+    """Each term as the text its tsquery function (`bm25_sql`) parses: a phrase's tokens, or a prefix term's
+    stem as a prefix lexeme ('쓰':*)."""
+    return [f"'{p}':*" if (p := term_prefix(t)) else " ".join(t) for t in terms]
+
+
+def bm25_sql(terms: list[list[str]], where: str, select: str, *, newest: bool = False) -> str:
+    """The keyword query for `terms` under filter `where`, returning `select` columns and the score.
+    Parameters, in order: the terms (`tsquery_params`), the filter's, [with `newest`: how many of the newest
+    matches to score,] the terms again, the mean document length, one idf per term, the limit."""
+    fns = ["to_tsquery" if term_prefix(t) else "phraseto_tsquery" for t in terms]
+    tsq = " || ".join(f"{fn}('simple', %s)" for fn in fns)
     # Per term: tf_i = occurrences of its phrase; BM25 = Σ idf_i·tf_i·(k1+1) / (tf_i + k1·norm). Written out
     # as plain expressions (a per-row subquery over the terms cost ~15 µs a row).
-    tfs = ", ".join(f"ts_rank_cd('{{{CONTEXT_WEIGHT},1,1,1}}', c.tsv, phraseto_tsquery('simple', %s), 0) AS tf{i}"
-                    for i in range(n_phrases))
+    tfs = ", ".join(f"ts_rank_cd('{{{CONTEXT_WEIGHT},1,1,1}}', c.tsv, {fn}('simple', %s), 0) AS tf{i}"
+                    for i, fn in enumerate(fns))
     score = " + ".join(f"%s::float8 * t.tf{i} * {BM25_K1 + 1} / (t.tf{i} + {BM25_K1} * t.norm)"
-                       for i in range(n_phrases))
+                       for i in range(len(terms)))
     return (f"WITH c AS MATERIALIZED (SELECT m.id, m.search_tsv AS tsv, "
             f"octet_length(m.search_text) + octet_length(m.context_text) AS dl "
             f"FROM memory m WHERE m.search_tsv @@ ({tsq}) AND {where}"

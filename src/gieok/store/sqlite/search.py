@@ -14,6 +14,7 @@ import numpy as np
 
 from gieok.core.dates import iso
 from gieok.core.models import Memory, SearchFilters
+from gieok.core.text import PREFIX, term_prefix
 from gieok.store.base import Vector
 from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rarest_terms
 from gieok.store.sqlfilters import where_clause
@@ -23,8 +24,9 @@ from gieok.store.sqlite.connection import SQLiteBase, VecCache
 
 def fts5_query(terms: list[list[str]]) -> str:
     """An FTS5 MATCH expression: any term may match (BM25 ranks rows matching more terms higher). Each term
-    (a word, or the character bigrams of a Korean word) is one quoted phrase."""
-    return " OR ".join('"' + " ".join(t) + '"' for t in terms)
+    (a word, or the character bigrams of a Korean word) is one quoted phrase; a prefix term is FTS5's prefix
+    query ("쓰"*)."""
+    return " OR ".join(f'"{p}"*' if (p := term_prefix(t)) else '"' + " ".join(t) + '"' for t in terms)
 
 
 class SearchMixin(SQLiteBase):
@@ -88,11 +90,18 @@ class SearchMixin(SQLiteBase):
 
     def _bounded_terms(self, terms: list[list[str]]) -> tuple[list[list[str]], int]:
         """The terms to match, rarest first within the cap, and how many rows they may match."""
-        tokens = sorted({t for term in terms for t in term})
+        prefixes = {p for term in terms if (p := term_prefix(term))}
+        tokens = sorted({t for term in terms if not term_prefix(term) for t in term})
         with self._read() as db:
             df = dict(db.execute(
                 f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({','.join('?' * len(tokens))})",
-                tokens).fetchall())
+                tokens).fetchall()) if tokens else {}
+            for p in prefixes:
+                # Rows holding any token that begins with the stem: at most the sum over those tokens (a range
+                # of the vocabulary's sorted terms).
+                row = db.execute("SELECT sum(doc) FROM memory_fts_vocab WHERE term >= ? AND term < ?",
+                                 [p, p[:-1] + chr(ord(p[-1]) + 1)]).fetchone()
+                df[p + PREFIX] = int(row[0] or 0)
         # A phrase matches no more rows than its rarest token.
         kept, total = rarest_terms(terms, [min(df.get(t, 0) for t in term) for term in terms],
                                    self.MAX_SCORED_MATCHES)

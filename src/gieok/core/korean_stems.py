@@ -1,0 +1,84 @@
+"""The stems a Korean word's ending may stand for, by rule, and the one-syllable verb stems a search matches as
+prefixes.
+
+A word is read as it is and then without the plural 들 ("책들" → 책), the casual endings 어/아/요 and the past
+tense ㅆ on its last syllable ("갔" → 가(다), "그렸" → 그리(다), "봤" → 보(다), "했" → 하(다)). The dictionary
+bridge (gieok.retrieval.ko_lexicon) looks senses up under these forms.
+
+The full-text index holds a Hangul word as its character bigrams (gieok.core.text), so a verb whose stem is one
+syllable cannot be matched by a phrase: "썼어" (wrote), "갔어" (went), "봤어" (saw) stem to 쓰, 가, 보, and a
+document's "쓰고", "가서", "보러" hold those syllables only as the first half of a bigram. A search therefore
+also matches the stem as a prefix of the document's tokens ("쓰"*: 쓰고, 쓰는, 쓰기). Only stems the ending
+changed count (the written word itself is already a term), and not the few that begin half the tokens of any
+Korean text (하, 있, 되, ...). Measured on the dev Korean conversation: recall@10 0.774 → 0.793.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+_BASE, _FINALS, _VOWELS = 0xAC00, 28, 21
+_SSANG_SIOT = 20        # ㅆ as a syllable's final: the past tense in 갔, 그렸, 봤, 했
+_HA = 18 * _VOWELS + 1  # (initial ㅎ, vowel ㅐ): 했 → 하
+# Vowel index after the past tense contracted it, → the stem's own vowel(s): ㅕ→ㅣ (그렸→그리), ㅘ→ㅗ (봤→보),
+# ㅝ→ㅜ (배웠→배우), ㅐ→ㅏ, ㅙ→ㅚ (됐→되), ㅓ→ㅡ or ㅓ (썼→쓰, 섰→서); others stay (갔→가).
+_UNCONTRACT = {6: (20,), 9: (8,), 14: (13,), 1: (0,), 10: (11,), 4: (18, 4)}
+_ENDINGS = ("어요", "아요", "어", "아", "요", "니", "냐", "지")
+# The same contraction in the present tense, on a bare one-syllable stem: 써 → 쓰, 봐 → 보, 줘 → 주, 해 → 하.
+_PRESENT = {4: 18, 9: 8, 14: 13, 1: 0}
+# Stems that begin a large share of every Korean text's tokens (하다, 있다, 되다, the copula, demonstratives,
+# bound nouns): as prefixes they match nearly every row.
+_COMMON = frozenset("하 있 되 이 그 저 수 것 거".split())
+
+
+def _syllable(initial_vowel: int, final: int = 0) -> str:
+    return chr(_BASE + initial_vowel * _FINALS + final)
+
+
+def _parts(syllable: str) -> tuple[int, int, int] | None:
+    """(initial, vowel, final) indices of a precomposed Hangul syllable."""
+    code = ord(syllable) - _BASE
+    if not 0 <= code < 11172:
+        return None
+    iv, final = divmod(code, _FINALS)
+    return iv // _VOWELS, iv % _VOWELS, final
+
+
+@lru_cache(maxsize=8192)
+def lemmas(word: str) -> tuple[str, ...]:
+    """`word` and the forms its ending may stand for, most literal first."""
+    out = [word]
+    w = word
+    if w.endswith("들") and len(w) >= 2:
+        w = w[:-1]
+        out.append(w)
+    for end in _ENDINGS:
+        if w.endswith(end) and len(w) > len(end):
+            w = w[: -len(end)]
+            out.append(w)
+            break
+    if len(w) > 1 and w[-1] in "었았였":
+        out.append(w[:-1])
+        if w[-1] == "였":
+            out.append(w[:-1] + "하")
+    elif w and (parts := _parts(w[-1])) and parts[2] == _SSANG_SIOT:
+        initial, vowel, _ = parts
+        if initial * _VOWELS + vowel == _HA:
+            out.append(w[:-1] + "하")
+        for v in _UNCONTRACT.get(vowel, (vowel,)):
+            out.append(w[:-1] + _syllable(initial * _VOWELS + v))
+    return tuple(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=8192)
+def prefix_stems(word: str) -> tuple[str, ...]:
+    """The one-syllable stems `word`'s ending stands for, to match as token prefixes (none for most words)."""
+    out: list[str] = []
+    for form in lemmas(word):
+        if len(form) != 1:
+            continue
+        out.append(form)
+        parts = _parts(form)
+        if parts and parts[2] == 0 and parts[1] in _PRESENT:
+            out.append(_syllable(parts[0] * _VOWELS + _PRESENT[parts[1]]))
+    return tuple(s for s in dict.fromkeys(out) if s != word and s not in _COMMON)
