@@ -24,14 +24,16 @@ NOW = datetime(2025, 6, 1, tzinfo=UTC)
 
 @pytest.mark.parametrize("word, stems", [
     ("썼어", {"쓰", "써"}), ("갔어", {"가"}), ("봤어", {"보"}), ("먹었어", {"먹"}), ("샀어", {"사"}),
-    ("써", {"쓰"}), ("줘", {"주"}), ("봐", {"보"}), ("왔어", {"오"})])
+    ("써", {"쓰"}), ("줘", {"주"}), ("봐", {"보"}), ("왔어", {"오"}), ("본", {"보"}), ("간", {"가"}),
+    ("쓴", {"쓰"})])
 def test_a_one_syllable_stem_is_found_under_its_ending(word: str, stems: set[str]) -> None:
     got = set(prefix_stems(word))
     assert stems <= got, got
     assert word not in got      # the written word is a term already
 
 
-@pytest.mark.parametrize("word", ["캠핑", "스튜디오를", "그렸어", "배웠어", "가", "친구랑", "했어", "있었어"])
+@pytest.mark.parametrize("word", ["캠핑", "스튜디오를", "그렸어", "배웠어", "가", "친구랑", "했어", "있었어", "한",
+                                  "날"])
 def test_longer_stems_and_the_commonest_verbs_are_no_prefixes(word: str) -> None:
     # 그리(다), 배우(다): two syllables, a bigram phrase already; 하(다), 있(다): in every text.
     assert not {"하", "있", "그리", "배우"} & set(prefix_stems(word)), prefix_stems(word)
