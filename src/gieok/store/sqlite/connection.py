@@ -24,7 +24,13 @@ from gieok.core.errors import ConfigError, StoreError
 from gieok.store.base import Check
 from gieok.store.shared import columns_check
 from gieok.store.sqlite import migrations
+from gieok.store.sqlite.doc_freq import DocFreqCache
 from gieok.store.term_cache import TermCache
+
+# Per read connection (at most one per thread reading at once). mmap pages are the OS's page cache, shared
+# by every connection, so only the page cache proper adds private memory.
+READER_CACHE_KIB = 16 * 1024
+READER_MMAP_BYTES = 256 * 1024 * 1024
 
 
 def sqlite_path(url: str) -> str:
@@ -58,6 +64,7 @@ class SQLiteBase:
         self._readers_lock = threading.Lock()      # counts only: never the write lock, which a reader must not wait for
         self._vec: dict[tuple[tuple[str, str], str], VecCache] = {}  # ((partition kind, name), model)
         self._terms: dict[tuple[str, str], TermCache] = {}  # (user, model): gieok.store.term_cache
+        self._doc_freq = DocFreqCache()     # common tokens' document counts (gieok.store.sqlite.doc_freq)
 
     async def open(self) -> None:
         if self._db is not None:
@@ -110,6 +117,10 @@ class SQLiteBase:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
         db.execute("PRAGMA query_only = ON")     # a read connection that cannot write, whatever a bug asks
+        # Searches read rows at random across the file (the vector arm's candidates, FTS5 posting lists): with
+        # the 2 MB default page cache each read went back to the OS, through a system call.
+        db.execute(f"PRAGMA cache_size = {-READER_CACHE_KIB}")
+        db.execute(f"PRAGMA mmap_size = {READER_MMAP_BYTES}")
         with self._readers_lock:
             self._reader_count += 1
         return db

@@ -90,18 +90,27 @@ class SearchMixin(SQLiteBase):
 
     def _bounded_terms(self, terms: list[list[str]]) -> tuple[list[list[str]], int]:
         """The terms to match, rarest first within the cap, and how many rows they may match."""
-        prefixes = {p for term in terms if (p := term_prefix(term))}
-        tokens = sorted({t for term in terms if not term_prefix(term) for t in term})
+        prefixes = sorted({p for term in terms if (p := term_prefix(term))})
+        keys = sorted({t for term in terms if not term_prefix(term) for t in term} | {p + PREFIX for p in prefixes})
+        df = self._doc_freq.known(keys)
+        tokens = [t for t in keys if t not in df and not t.endswith(PREFIX)]
+        counted: dict[str, int] = {}
         with self._read() as db:
-            df = dict(db.execute(
-                f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({','.join('?' * len(tokens))})",
-                tokens).fetchall()) if tokens else {}
+            if tokens:
+                counted.update(db.execute(
+                    f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({','.join('?' * len(tokens))})",
+                    tokens).fetchall())
+                counted.update((t, 0) for t in tokens if t not in counted)
             for p in prefixes:
+                if p + PREFIX in df:
+                    continue
                 # Rows holding any token that begins with the stem: at most the sum over those tokens (a range
                 # of the vocabulary's sorted terms).
                 row = db.execute("SELECT sum(doc) FROM memory_fts_vocab WHERE term >= ? AND term < ?",
                                  [p, p[:-1] + chr(ord(p[-1]) + 1)]).fetchone()
-                df[p + PREFIX] = int(row[0] or 0)
+                counted[p + PREFIX] = int(row[0] or 0)
+        self._doc_freq.keep(counted)
+        df.update(counted)
         # A phrase matches no more rows than its rarest token.
         kept, total = rarest_terms(terms, [min(df.get(t, 0) for t in term) for term in terms],
                                    self.MAX_SCORED_MATCHES)
