@@ -170,6 +170,26 @@ async def test_a_remembered_fact_joins_the_vocabulary_at_once(svc: MemoryService
     assert out.hits and out.hits[0].memory.id == res.id, [h.memory.content for h in out.hits]
 
 
+async def test_rows_stored_before_the_vocabulary_join_it_at_the_catch_up(svc: MemoryService) -> None:
+    # A store upgraded from before the vocabulary (migration 012) has embedded rows whose words were never
+    # indexed: the librarian's daily catch-up adds them, and a Korean question then bridges to them.
+    from gieok.librarian.term_index import catch_up
+    assert svc.embedder is not None
+    model = svc.embedder.name
+    terms, _ = await svc.store.term_matrix("alice", model) or ([], None)
+    assert "pottery" in terms
+    await svc.store.forget_terms("alice", terms)
+    assert await svc.store.term_matrix("alice", model) is None
+    before = await bridge_query(svc.store, svc.embedder, "alice", "Melanie는 언제 도자기 수업에 등록했어?")
+    assert ["potteri"] not in before.terms
+    report = await catch_up(svc.store, svc.embedder, page=3)
+    assert report["rows"] == len(TEXTS) and report["users"] == 1 and report["words_added"] == len(terms)
+    again = await catch_up(svc.store, svc.embedder)
+    assert again["words_added"] == 0                        # idempotent: nothing embedded twice
+    br = await bridge_query(svc.store, svc.embedder, "alice", "Melanie는 언제 도자기 수업에 등록했어?")
+    assert ["potteri"] in br.terms, br.terms
+
+
 async def test_without_the_dictionary_the_model_still_bridges(svc: MemoryService,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     assert svc.embedder is not None

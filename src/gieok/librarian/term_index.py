@@ -2,21 +2,28 @@
 rows it processed is embedded once, per user, into that user's vocabulary.
 
 Best effort: a provider failure leaves the words out for now (they are tried again when a later row holds
-them) and never holds up a row. Cost: one short text per *new* word; a memory's vocabulary grows slowly
+them, and by the next catch-up) and never holds up a row.
+
+`catch_up` walks every stored row once in a while (the librarian's "vocabulary" job): rows stored before the
+vocabulary existed (migration 012), or remembered before `remember` indexed its words, were never processed
+by the cold path with it, so a Korean question could not bridge to them. Idempotent: a word already in the
+vocabulary costs a look-up, not an embedding. Cost: one short text per *new* word; a memory's vocabulary grows slowly
 (a LoCoMo conversation of ~600 turns holds ~1,400 such words).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Protocol
 
 from gieok.core.errors import ProviderError
 from gieok.core.metrics import record_provider_error
 from gieok.core.models import Memory
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.bridge import doc_words
-from gieok.store.base import TermVectors
+from gieok.store.base import MemoryRows, TermVectors
 
 log = logging.getLogger(__name__)
 
@@ -42,3 +49,35 @@ async def index_terms(store: TermVectors, emb: Embedder | None, rows: Sequence[M
         await store.add_term_vectors(user_id, emb.name, new, vecs)
         added += len(new)
     return added
+
+
+class _CatchUpStore(TermVectors, MemoryRows, Protocol):
+    pass
+
+
+CATCH_UP_PAGE = 500
+
+
+async def catch_up(store: _CatchUpStore, emb: Embedder | None, *, page: int = CATCH_UP_PAGE) -> dict[str, int]:
+    """Every stored row's English words in its user's vocabulary; returns what it walked and added."""
+    report = {"users": 0, "rows": 0, "words_added": 0}
+    if emb is None:
+        return report
+    users: set[str] = set()
+    batch: list[Memory] = []
+
+    async def flush() -> None:
+        report["words_added"] += await index_terms(store, emb, batch)
+        report["rows"] += len(batch)
+        batch.clear()
+
+    async for m in store.iter_memories(None, batch=page):
+        users.add(m.user_id)
+        batch.append(m)
+        if len(batch) >= page:
+            await flush()
+            await asyncio.sleep(0)      # requests are served between pages
+    if batch:
+        await flush()
+    report["users"] = len(users)
+    return report

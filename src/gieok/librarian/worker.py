@@ -38,7 +38,7 @@ from gieok.librarian.maintenance import run_maintenance
 from gieok.librarian.profile import make_extractor, promote_facts
 from gieok.librarian.staleness import check_anchors
 from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
-from gieok.librarian.term_index import index_terms
+from gieok.librarian.term_index import catch_up, index_terms
 from gieok.memory.ports import RowStatus, Status
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import foreground
@@ -52,6 +52,9 @@ MAINTENANCE_EVERY_S = 600.0
 CONSOLIDATE_EVERY_S = 1800.0
 # Files change with every commit, but a stale flag a few minutes late costs little (gieok.librarian.staleness).
 ANCHORS_EVERY_S = 300.0
+# The vocabulary catch-up (gieok.librarian.term_index.catch_up) walks every row: daily is plenty for what only
+# rows stored before the vocabulary, or a provider outage, left out.
+VOCABULARY_EVERY_S = 86_400.0
 # A job lease outlives any sane run; a crashed owner's lease just expires.
 JOB_LEASE_S = 900.0
 # With a store-side wake-up (Postgres LISTEN) the in-process event is checked between slices this long.
@@ -88,6 +91,7 @@ class Librarian:
         self.maintenance_every_s = MAINTENANCE_EVERY_S
         self.consolidate_every_s = CONSOLIDATE_EVERY_S
         self.anchors_every_s = ANCHORS_EVERY_S
+        self.vocabulary_every_s = VOCABULARY_EVERY_S
         self._next_job_check: dict[str, float] = {}
 
     # --- one batch -------------------------------------------------------------------------------------
@@ -305,6 +309,7 @@ class Librarian:
             ("maintenance", self.maintenance_every_s, self._maintain),
             ("consolidation", self.consolidate_every_s, self._consolidate),
             ("anchors", self.anchors_every_s, self._anchors_job),
+            ("vocabulary", self.vocabulary_every_s, self._vocabulary_job),
         ]
         out: dict[str, dict[str, Any]] = {}
         for name, every, fn in jobs:
@@ -384,6 +389,9 @@ class Librarian:
 
     async def summarize_thread(self, user_id: str, session_id: str) -> dict[str, Any]:
         return await summarize_session(self.store, self.s, user_id, session_id, processor=self)
+
+    async def _vocabulary_job(self, now: datetime) -> dict[str, Any]:
+        return await catch_up(self.store, self.embedder)
 
     def _maintain(self, now: datetime) -> Awaitable[dict[str, Any]]:
         return run_maintenance(self.store, self.s, embedder=self.embedder, processor=self, now=now)
