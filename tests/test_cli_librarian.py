@@ -76,7 +76,7 @@ def test_worker_once_retry_failed_and_stats(cli: typer.Typer, env: Path, server:
     assert "handled 3 rows" in out and "failed 3" in out and "maintenance:" in out and "consolidation:" in out
     stats = json.loads(invoke(cli, "stats", "--json"))
     assert stats["failed"] == 3 and "GIEOK_EMBEDDING_API_KEY" in stats["last_error"]["error"]
-    assert set(stats["librarian_jobs"]) == {"maintenance", "consolidation", "anchors"}
+    assert set(stats["librarian_jobs"]) == {"maintenance", "consolidation", "anchors", "vocabulary"}
     assert "processed_last_hour" in stats
     doctor = CliRunner().invoke(cli, ["doctor"])
     assert "last librarian error" in doctor.output and "maintenance: last finished" in doctor.output

@@ -228,7 +228,8 @@ async def test_periodic_jobs_run_once_across_workers(tmp_path: Path) -> None:
         b = Librarian(svc.store, svc.embedder, svc.settings, worker_id="b")
         ran_a = await a.run_due_jobs()
         ran_b = await b.run_due_jobs()
-        assert set(ran_a) == {"maintenance", "consolidation", "anchors", "vocabulary"} and ran_b == {}  # ran recently: b skips
+        # b skips: they ran recently.
+        assert set(ran_a) == {"maintenance", "consolidation", "anchors", "vocabulary"} and ran_b == {}
         jobs = {j["name"]: j for j in await svc.store.list_jobs()}
         assert jobs["maintenance"]["owner"] is None and jobs["maintenance"]["last_finished_at"] is not None
         assert jobs["maintenance"]["last_result"]["users"] == 0

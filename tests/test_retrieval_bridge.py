@@ -190,6 +190,26 @@ async def test_rows_stored_before_the_vocabulary_join_it_at_the_catch_up(svc: Me
     assert ["potteri"] in br.terms, br.terms
 
 
+async def test_the_catch_up_stops_at_the_first_provider_failure(svc: MemoryService) -> None:
+    from gieok.core.errors import ProviderError
+    from gieok.librarian.term_index import catch_up
+    assert svc.embedder is not None
+    real = svc.embedder
+    terms, _ = await svc.store.term_matrix("alice", real.name) or ([], None)
+    await svc.store.forget_terms("alice", terms)
+
+    class Down:
+        name, dim, calls = real.name, real.dim, 0
+
+        async def embed_documents(self, texts: list[str]) -> np.ndarray:
+            Down.calls += 1
+            raise ProviderError("embedding provider unreachable")
+
+    report = await catch_up(svc.store, Down(), page=2)  # type: ignore[arg-type]
+    assert Down.calls == 1 and report["words_added"] == 0 and "unreachable" in report["stopped"]
+    assert (await catch_up(svc.store, real))["words_added"] == len(terms)      # the next run goes on
+
+
 async def test_without_the_dictionary_the_model_still_bridges(svc: MemoryService,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     assert svc.embedder is not None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from gieok.core.errors import ProviderError
 from gieok.core.metrics import record_provider_error
@@ -28,8 +28,10 @@ from gieok.store.base import MemoryRows, TermVectors
 log = logging.getLogger(__name__)
 
 
-async def index_terms(store: TermVectors, emb: Embedder | None, rows: Sequence[Memory]) -> int:
-    """Embed the rows' English words that their users' vocabularies lack; returns how many were added."""
+async def index_terms(store: TermVectors, emb: Embedder | None, rows: Sequence[Memory], *,
+                      give_up: bool = False) -> int:
+    """Embed the rows' English words that their users' vocabularies lack; returns how many were added. A
+    provider failure is logged and skipped, or, with `give_up`, raised."""
     if emb is None or not rows:
         return 0
     per_user: dict[str, list[str]] = {}
@@ -45,6 +47,8 @@ async def index_terms(store: TermVectors, emb: Embedder | None, rows: Sequence[M
         except ProviderError as exc:
             record_provider_error("embedder", exc)
             log.warning("vocabulary embedding failed (%d words, tried again later): %s", len(new), exc)
+            if give_up:
+                raise
             continue
         await store.add_term_vectors(user_id, emb.name, new, vecs)
         added += len(new)
@@ -58,26 +62,30 @@ class _CatchUpStore(TermVectors, MemoryRows, Protocol):
 CATCH_UP_PAGE = 500
 
 
-async def catch_up(store: _CatchUpStore, emb: Embedder | None, *, page: int = CATCH_UP_PAGE) -> dict[str, int]:
-    """Every stored row's English words in its user's vocabulary; returns what it walked and added."""
-    report = {"users": 0, "rows": 0, "words_added": 0}
+async def catch_up(store: _CatchUpStore, emb: Embedder | None, *, page: int = CATCH_UP_PAGE) -> dict[str, Any]:
+    """Every stored row's English words in its user's vocabulary; returns what it walked and added. Stops at
+    the first provider failure (the next run goes on): a provider that is down would fail every page."""
+    report: dict[str, Any] = {"users": 0, "rows": 0, "words_added": 0}
     if emb is None:
         return report
     users: set[str] = set()
     batch: list[Memory] = []
 
     async def flush() -> None:
-        report["words_added"] += await index_terms(store, emb, batch)
+        report["words_added"] += await index_terms(store, emb, batch, give_up=True)
         report["rows"] += len(batch)
         batch.clear()
 
-    async for m in store.iter_memories(None, batch=page):
-        users.add(m.user_id)
-        batch.append(m)
-        if len(batch) >= page:
+    try:
+        async for m in store.iter_memories(None, batch=page):
+            users.add(m.user_id)
+            batch.append(m)
+            if len(batch) >= page:
+                await flush()
+                await asyncio.sleep(0)      # requests are served between pages
+        if batch:
             await flush()
-            await asyncio.sleep(0)      # requests are served between pages
-    if batch:
-        await flush()
+    except ProviderError as exc:
+        report["stopped"] = f"embedding failed: {exc}"
     report["users"] = len(users)
     return report
