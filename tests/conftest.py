@@ -66,6 +66,15 @@ async def svc(settings: Settings) -> AsyncIterator[MemoryService]:
 
 
 @asynccontextmanager
+async def plain_service(tmp_path: Path) -> AsyncIterator[MemoryService]:
+    """A SQLite service of alice with no embedder, model or librarian: keyword search alone."""
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'p.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="none", llm="none", librarian=False)
+    async with open_service(s, with_embedder=False) as service:
+        yield service
+
+
+@asynccontextmanager
 async def e5_service(tmp_path: Path, texts: Iterable[str], *,
                      pinned: Iterable[int] = ()) -> AsyncIterator[MemoryService]:
     """A SQLite service on the local model holding `texts` of alice (the i-th on 2025-05-0{i+1}, those at

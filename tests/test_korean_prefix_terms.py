@@ -8,16 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from gieok.app.runtime import open_service
 from gieok.core.korean_stems import lemmas, prefix_stems
 from gieok.core.models import SearchFilters
-from gieok.core.settings import load_settings
-from gieok.core.text import index_tokens, prefix_terms, query_terms, term_prefix
+from gieok.core.text import index_tokens, prefix_terms, query_terms, term_prefix, verb_form_terms
 from gieok.memory.ingest import MessageIn, prepare
 from gieok.store import Store
 from gieok.store.postgres.text import FtsStats, tsquery_params
 from gieok.store.sqlite.search import fts5_query
-from tests.conftest import e5_service
+from tests.conftest import e5_service, plain_service
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 
@@ -93,9 +91,7 @@ async def test_a_prefix_term_matches_the_tokens_that_begin_with_it(store: Store)
 
 
 async def test_a_korean_question_finds_a_one_syllable_verb_in_another_form(tmp_path: Path) -> None:
-    s = load_settings(database_url=f"sqlite:///{tmp_path / 'p.db'}", home=str(tmp_path), user_id="alice",
-                      embedder="none", llm="none", librarian=False)
-    async with open_service(s, with_embedder=False) as plain:
+    async with plain_service(tmp_path) as plain:
         await plain.ingest(MessageIn(content="어제 할머니께 편지를 쓰고 잤어", user_id="alice"))
         await plain.ingest(MessageIn(content="오늘은 비가 와서 집에 있었어.", user_id="alice"))
         hits = (await plain.search(plain.filters("alice"), "내가 뭘 썼지?", now=NOW)).hits
@@ -110,6 +106,20 @@ async def test_a_keyword_fallback_does_not_show_what_only_a_stem_prefix_matched(
         out = await svc.search(svc.filters("alice"), "바나나 스무디 먹으러 갔어", now=NOW)
         assert out.mode == "fallback", [(h.memory.content, h.parts) for h in out.hits]
         assert out.hits == []
+        # A one-syllable verb is shown in its verb forms: 갔어 is 가서 or 가고, not 가족.
+        assert query_terms("갔어") == [["갔어"]] and verb_form_terms(prefix_terms("갔어"))[0] == ["갔고"]
+        assert ["가족"] not in verb_form_terms(prefix_terms("갔어"))
         # The same stem with a word the row holds is a literal match, and shown.
         out = await svc.search(svc.filters("alice"), "바나나 스무디 가족", now=NOW)
         assert [h.memory.content for h in out.hits] == [texts[0]]
+
+
+async def test_a_fallback_shows_the_verb_the_question_asks_about(tmp_path: Path) -> None:
+    # What a new user saw: one memory, a short question the model scores below the no-match threshold, and the
+    # fallback's literal words ("뭘", "썼지") meet nothing; the verb's own forms do.
+    texts = ["어제 할머니께 편지를 쓰고 잤다", "주말에 가족 사진을 앨범에 정리했다."]
+    async with e5_service(tmp_path, texts) as svc:
+        out = await svc.search(svc.filters("alice"), "뭘 썼지?", now=NOW)
+        assert [h.memory.content for h in out.hits] == [texts[0]], (out.mode, out.notes)
+        out = await svc.search(svc.filters("alice"), "어디 갔지?", now=NOW)
+        assert texts[1] not in [h.memory.content for h in out.hits]

@@ -11,16 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gieok.app.runtime import open_service
 from gieok.core.errors import StoreError
 from gieok.core.models import Memory
-from gieok.core.settings import Settings, load_settings
+from gieok.core.settings import Settings
 from gieok.core.text import query_terms
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval.ranking import RECIPES, Candidate, model_cos_floor, model_fallback_threshold, rank
 from gieok.store.base import ColdResult
-from tests.conftest import e5_service
+from tests.conftest import e5_service, plain_service
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 TEXTS = [
@@ -101,9 +100,7 @@ def test_cos_floor_is_per_model() -> None:
 
 @pytest.fixture
 async def plain(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    s = load_settings(database_url=f"sqlite:///{tmp_path / 'p.db'}", home=str(tmp_path), user_id="alice",
-                      embedder="none", llm="none", librarian=False)
-    async with open_service(s, with_embedder=False) as svc:
+    async with plain_service(tmp_path) as svc:
         yield svc
 
 

@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gieok.app.runtime import open_service
 from gieok.core.models import Memory
-from gieok.core.settings import load_settings
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval.ranking import RECIPES, Candidate, model_pair_thresholds, rank
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script
-from tests.conftest import e5_service
+from tests.conftest import e5_service, plain_service
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 TEXTS = [
@@ -129,9 +127,7 @@ def test_korean_query_words_lose_particles_and_endings() -> None:
 
 
 async def test_a_korean_question_finds_the_inflected_word(tmp_path: Path) -> None:
-    s = load_settings(database_url=f"sqlite:///{tmp_path / 'p.db'}", home=str(tmp_path), user_id="alice",
-                      embedder="none", llm="none", librarian=False)
-    async with open_service(s, with_embedder=False) as plain:
+    async with plain_service(tmp_path) as plain:
         await plain.ingest(MessageIn(content="드디어 내 댄스 스튜디오가 문을 열었다!", user_id="alice"))
         await plain.ingest(MessageIn(content="오늘은 비가 와서 집에 있었어.", user_id="alice"))
         hits = (await plain.search(plain.filters("alice"), "스튜디오를 언제 열었어?", now=NOW)).hits

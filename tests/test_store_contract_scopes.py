@@ -62,6 +62,24 @@ async def test_every_candidate_list_applies_the_scope(store: Store) -> None:
     assert own == {ids["alice-private"], ids["alice-team"], ids["alice-public"]}
 
 
+async def test_a_row_in_two_partitions_is_one_candidate(store: Store) -> None:
+    # Alice's team and public rows are hers and her team's (or everyone's): the vector search of her as a
+    # viewer meets each twice and must still return the true top rows, each once.
+    q = unit(7)
+    ids: dict[str, float] = {}
+    for i in range(30):
+        v = unit(100 + i)
+        mid = await put(store, f"shared note {i}", user="alice", privacy_scope="team" if i % 3 else "public",
+                        team="eng" if i % 3 else "", session_id=f"s{i}")
+        await store.complete_cold([ColdResult(mid, embedding=v, embedding_model=MODEL)], utcnow())
+        ids[mid] = float(v @ q)
+    best = sorted(ids, key=lambda k: -ids[k])
+    for limit in (1, 5, 10):
+        got = [m.id for m, _ in await store.vector_search(SearchFilters(user_id="alice", viewer=ALICE), MODEL,
+                                                          q, limit)]
+        assert got == best[:limit], limit
+
+
 async def test_sharing_later_reaches_every_list_and_unsharing_leaves_them(store: Store) -> None:
     ids = await _world(store)
     f = SearchFilters(user_id="carol", viewer=CAROL)

@@ -32,6 +32,10 @@ _PRESENT = {4: 18, 9: 8, 14: 13, 1: 0}
 # Stems that begin a large share of every Korean text's tokens (하다, 있다, 되다, the copula, demonstratives,
 # bound nouns): as prefixes they match nearly every row.
 _COMMON = frozenset("하 있 되 이 그 저 수 것 거".split())
+# Syllables that follow a verb stem in its common forms (쓰고, 가서, 보러, 먹으려, 갔다, 썼어): a token made of a
+# stem and one of them is that verb, where the bare prefix also meets nouns (가족, 보험). Not 지 or 도: 가지
+# ("kinds"), 보도 (the press) are nouns far more often than verbs.
+_VERB_NEXT = tuple("고 는 서 러 려 기 다 면 자 며 어 아 던".split())
 
 
 def _syllable(initial_vowel: int, final: int = 0) -> str:
@@ -88,3 +92,9 @@ def prefix_stems(word: str) -> tuple[str, ...]:
         # The past adnominal ㄴ on an open stem: "가 본 도시" (a city … have been to), "어제 간 식당", "쓴 책".
         out.append(_syllable(parts[0] * _VOWELS + parts[1]))
     return tuple(s for s in dict.fromkeys(out) if s != word and s not in _COMMON)
+
+
+def verb_forms(stem: str) -> tuple[str, ...]:
+    """The two-syllable tokens that are `stem` as a verb (쓰 → 쓰고, 쓰는, 쓰서, ...): what a one-syllable stem
+    matches as a word of the query when a prefix would be too loose."""
+    return tuple(stem + s for s in _VERB_NEXT) if len(stem) == 1 and _parts(stem) else ()

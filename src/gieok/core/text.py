@@ -17,7 +17,7 @@ from functools import lru_cache
 import Stemmer
 
 from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem
-from gieok.core.korean_stems import prefix_stems
+from gieok.core.korean_stems import prefix_stems, verb_forms
 
 _CJK_CHARS = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 # One pass over the lower-cased text: a Latin/digit word, or a run of CJK characters.
@@ -121,6 +121,13 @@ def prefix_terms(query: str) -> list[list[str]]:
         if cjk and _is_hangul(w) and w not in KO_STOPWORDS:
             out.extend([s + PREFIX] for s in prefix_stems(w) if [s + PREFIX] not in out)
     return out
+
+
+def verb_form_terms(prefixes: list[list[str]]) -> list[list[str]]:
+    """Prefix terms (`prefix_terms`) narrowed to the tokens that are their stems as verbs: `["쓰*"]` →
+    `["쓰고"]`, `["쓰는"]`, …. A keyword fallback shows these as the query's own words ("뭘 썼지?" → 편지를
+    쓰고), where the bare prefix would also show 가족 for 갔어."""
+    return [[form] for term in prefixes if (stem := term_prefix(term)) for form in verb_forms(stem)]
 
 
 def term_prefix(term: list[str]) -> str | None:

@@ -13,7 +13,7 @@ import anyio
 from gieok.core.errors import ProviderError
 from gieok.core.metrics import EMBED_LATENCY, record_provider_error
 from gieok.core.models import Hit, Memory, SearchFilters
-from gieok.core.text import prefix_terms, query_terms
+from gieok.core.text import prefix_terms, query_terms, verb_form_terms
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
 from gieok.retrieval.bridge import Bridged, bridge_query, embed_words, merge_bridged, written_in_english
@@ -184,8 +184,9 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             mode = "fallback"
         if prefixes and kw_hits is not None and qvec is not None:
             # "가"* meets 가족 as well as 가서: when nothing stored is close to the question, a fallback shows
-            # what the query's own words match. (Without vectors at all the keywords are the answer.)
-            found = await store.keyword_search(f, terms, recipe.candidates)
+            # what the query's own words match, a one-syllable verb in its verb forms only ("뭘 썼지?" shows
+            # 편지를 쓰고, "갔어" not 가족). (Without vectors at all the keywords are the answer.)
+            found = await store.keyword_search(f, terms + verb_form_terms(prefixes), recipe.candidates)
             for m, _bm in found:
                 cands.setdefault(m.id, Candidate(m))
             literal_bm = {m.id: bm for m, bm in found}
