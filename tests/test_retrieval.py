@@ -81,6 +81,7 @@ async def test_weak_best_cosine_falls_back_to_keywords(e5svc: MemoryService) -> 
     # Nothing stored is about this (best cosine ≈ 0.78): no semantic noise, and no literal match either.
     out = await e5svc.search(f, "zebrafish quantum chromodynamics", now=NOW)
     assert out.mode == "fallback" and out.hits == [], out.notes
+    assert out.notes == ["nothing stored matches this, in meaning or in words"]
     # Under the threshold only literal (keyword/substring) matches answer.
     e5svc.settings.search_fallback_threshold = 0.99
     out = await e5svc.search(f, "coffee zebrafish", now=NOW)

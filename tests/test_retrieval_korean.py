@@ -64,9 +64,29 @@ async def test_a_korean_query_with_no_close_match_answers_as_its_english_twin(sv
     f = svc.filters("alice")
     ko, en = await svc.search(f, korean, now=NOW), await svc.search(f, english, now=NOW)
     assert ko.mode == en.mode == "fallback"
-    assert ko.notes == en.notes == ["no close match; showing keyword matches"]
+    assert ko.notes == en.notes == (["no close match; showing keyword matches"] if en.hits else
+                                    ["nothing stored matches this, in meaning or in words"])
     assert [h.memory.id for h in ko.hits] == [h.memory.id for h in en.hits]
     assert all(h.memory.content != TEXTS[PINNED] for h in ko.hits)
+
+
+async def test_an_english_reply_to_a_korean_message_is_judged_as_the_mixed_text_it_was_embedded_as(
+        tmp_path: Path) -> None:
+    # What a new user saw: a Korean message, an agent's English reply in the same session. The reply's vector
+    # holds the Korean message too (gieok.retrieval.doc_text), so its cosines to Korean queries sit in the
+    # Korean band (unrelated "고양이 사료": 0.815, over the 0.80 of a Korean question over English text).
+    texts = ["어제 할머니께 편지를 쓰고 잤다",
+             "We moved the deploy to Fridays because Monday releases broke the billing job."]
+    async with e5_service(tmp_path, texts, session_id="s1") as mixed:
+        f = mixed.filters("alice")
+        message, reply = await mixed.store.list_memories(f, newest_first=False)
+        context = await mixed.store.embedded_after([message.id, reply.id])
+        assert list(context) == [reply.id] and context[reply.id].content == texts[0]
+        for query in ("고양이 사료", "바나나 스무디 레시피"):
+            out = await mixed.search(f, query, now=NOW)
+            assert out.mode == "fallback" and out.hits == [], (query, [(h.memory.content, h.parts) for h in out.hits])
+        out = await mixed.search(f, "배포를 왜 금요일로 옮겼지?", now=NOW)
+        assert out.mode == "hybrid" and out.hits[0].memory.content == texts[1], out.notes
 
 
 async def test_korean_questions_about_stored_memory_are_semantic_matches(svc: MemoryService) -> None:

@@ -262,6 +262,20 @@ async def test_neighbour_context_finds_a_reply_by_its_question(store: Store) -> 
     assert await store.refresh_context([a]) == 0         # idempotent: nothing rewritten
 
 
+async def test_a_chat_row_is_embedded_after_its_sessions_previous_message(store: Store) -> None:
+    q, a, thanks = await _session(store, "s1", "How did your kids react?", "They were awestruck.", "고마워요")
+    first_other = (await _session(store, "s2", "Unrelated gardening chat"))[0]
+    note = await put(store, "manual note", session_id="s1", at=T0 + timedelta(seconds=9), source="manual")
+    lone = await put(store, "no session", at=T0 + timedelta(seconds=10))
+    got = await store.embedded_after([q, a, thanks, first_other, note, lone, "no-such-id"])
+    assert {k: v.id for k, v in got.items()} == {a: q, thanks: a}
+    # A forgotten message is no context: the one before it is.
+    assert await store.update_memory(a, {"deleted_at": T0})
+    assert {k: v.content for k, v in (await store.embedded_after([thanks])).items()} == {
+        thanks: "How did your kids react?"}
+    assert await store.embedded_after([]) == {}
+
+
 @pytest.mark.parametrize("hard", [False, True])
 async def test_forgetting_a_turn_removes_its_words_from_its_neighbours(store: Store, hard: bool) -> None:
     before, secret, after = await _session(store, "s1", "What was the code?", "The vault code is zanzibar",

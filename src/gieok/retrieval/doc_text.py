@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gieok.core.models import Memory, SearchFilters
+from gieok.core.models import Memory
+from gieok.retrieval.scripts import text_script
 from gieok.store.base import MemoryRows
 
 # The e5 models read 512 tokens; a long previous message must not crowd out the row itself.
@@ -34,12 +35,17 @@ def _with_context(m: Memory, prev: Memory | None) -> str:
 
 async def embed_texts(store: MemoryRows, rows: Sequence[Memory]) -> list[str]:
     """The texts to embed for `rows`, each with its session's previous message as context."""
-    out = []
+    prev = await store.embedded_after([m.id for m in rows if m.session_id and m.source == "chat"])
+    return [_with_context(m, prev.get(m.id)) for m in rows]
+
+
+async def embedded_scripts(store: MemoryRows, rows: Sequence[Memory]) -> dict[str, set[str]]:
+    """The scripts (gieok.retrieval.scripts) of what each row's vector was computed from, where its context
+    message adds one: a Korean user's question before an English reply puts the reply's vector in the
+    Korean band of cosines, and the no-match verdict must judge it there."""
+    prev = await store.embedded_after([m.id for m in rows if m.session_id and m.source == "chat"])
+    out: dict[str, set[str]] = {}
     for m in rows:
-        prev = None
-        if m.session_id and m.source == "chat":
-            f = SearchFilters(user_id=m.user_id, session_id=m.session_id, include_archived=True)
-            before = await store.list_memories(f, limit=1, newest_first=True, after_id=m.id)
-            prev = before[0] if before else None
-        out.append(_with_context(m, prev))
+        if (p := prev.get(m.id)) is not None and (ps := text_script(p.content)) != text_script(m.content):
+            out[m.id] = {text_script(m.content), ps}
     return out

@@ -17,6 +17,7 @@ from gieok.core.text import prefix_terms, query_terms, verb_form_terms
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
 from gieok.retrieval.bridge import Bridged, bridge_query, embed_words, merge_bridged, written_in_english
+from gieok.retrieval.doc_text import embedded_scripts
 from gieok.retrieval.query_dates import in_windows, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.retrieval.same_error import with_same_error
@@ -24,6 +25,12 @@ from gieok.retrieval.scripts import text_script
 from gieok.store.base import Store, Vector
 
 log = logging.getLogger(__name__)
+
+
+# What a search says when the semantic search found nothing close: for the person or agent reading it (the
+# numbers are in each result's score parts and in `mode`).
+FALLBACK_NOTE = "no close match; showing keyword matches"
+NOTHING_NOTE = "nothing stored matches this, in meaning or in words"
 
 
 @dataclass(slots=True)
@@ -160,8 +167,14 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         c.date_match = in_windows(c.memory.created_at, windows)
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     if pair_thresholds and best_cos is not None:
-        best_cos, fallback_threshold = _semantic_verdict(query, cands.values(), pair_thresholds,
-                                                         fallback_threshold)
+        ths, lo, hi = _pair_band(query, pair_thresholds, fallback_threshold)
+        # Only a candidate whose cosine lies between its own script's threshold and the highest one can be
+        # judged more strictly for the message its vector was computed with (usually none: that takes a
+        # candidate in the other script).
+        mixed = await embedded_scripts(store, [
+            c.memory for c in cands.values()
+            if c.cos is not None and ths.get(text_script(c.memory.content), fallback_threshold) <= c.cos < hi])
+        best_cos, fallback_threshold = _semantic_verdict(cands.values(), ths, lo, hi, fallback_threshold, mixed)
     if rendered:
         # After the verdict, which the query's own vector decides (the thresholds were measured on it: with the
         # mean, unrelated questions' best cosines rose more than answerable ones', p95 0.802 → 0.835 on dev).
@@ -179,8 +192,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         # The seed's rule: a weak best cosine means the semantic search failed; keyword and substring
         # matches answer instead (with no keep threshold: a literal match is worth showing).
         if qvec is not None:
-            # For the person or agent reading it; the numbers are in each result's score parts and `mode`.
-            notes.append("no close match; showing keyword matches")
+            notes.append(FALLBACK_NOTE)
             mode = "fallback"
         if prefixes and kw_hits is not None and qvec is not None:
             # "가"* meets 가족 as well as 가서: when nothing stored is close to the question, a fallback shows
@@ -215,6 +227,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
     hits = await with_same_error(store, f, query, hits, limit=limit)
+    if not hits and FALLBACK_NOTE in notes:
+        notes[notes.index(FALLBACK_NOTE)] = NOTHING_NOTE
     return SearchOutcome(hits, mode, notes)
 
 
@@ -242,15 +256,21 @@ async def _rendered(embedder: Embedder, english: str, user_id: str) -> list[Vect
         return []
 
 
-def _semantic_verdict(query: str, cands: Iterable[Candidate], pair_thresholds: Mapping[tuple[str, str], float],
-                      default: float) -> tuple[float, float]:
-    """(cosine, threshold) of the candidate closest to clearing the threshold of its own (query script, memory
-    script) pair: the semantic search found something when that cosine reaches that threshold. Only
-    candidates whose cosine lies between the lowest and highest threshold need their script worked out; the
-    scan stops at the first that clears."""
+def _pair_band(query: str, pair_thresholds: Mapping[tuple[str, str], float],
+               default: float) -> tuple[dict[str, float], float, float]:
+    """The no-match threshold per memory script for this query's script, and their lowest and highest."""
     q_script = text_script(query)
     ths = {k[1]: v for k, v in pair_thresholds.items() if k[0] == q_script}
-    lo, hi = min([default, *ths.values()]), max([default, *ths.values()])
+    return ths, min([default, *ths.values()]), max([default, *ths.values()])
+
+
+def _semantic_verdict(cands: Iterable[Candidate], ths: Mapping[str, float], lo: float, hi: float, default: float,
+                      mixed: Mapping[str, set[str]]) -> tuple[float, float]:
+    """(cosine, threshold) of the candidate closest to clearing the threshold of its own (query script, memory
+    script) pair: the semantic search found something when that cosine reaches that threshold. A row embedded
+    with a message in another script (`mixed`) must clear the higher of its scripts' thresholds. Only
+    candidates whose cosine lies between `lo` and `hi` need their script worked out; the scan stops at the
+    first that clears."""
     best: tuple[float, float, float] | None = None
     for c in sorted((c for c in cands if c.cos is not None), key=lambda c: -(c.cos or 0.0)):
         cos = c.cos or 0.0
@@ -258,7 +278,8 @@ def _semantic_verdict(query: str, cands: Iterable[Candidate], pair_thresholds: M
             return cos, hi
         if cos < lo and best is not None:
             break
-        th = ths.get(text_script(c.memory.content), default)
+        scripts = mixed.get(c.memory.id) or {text_script(c.memory.content)}
+        th = max(ths.get(sc, default) for sc in scripts)
         if cos >= th:
             return cos, th
         if best is None or cos - th > best[0]:

@@ -210,6 +210,12 @@ class MemoryRows(Protocol):
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
                             after_id: str | None = None) -> list[Memory]: ...
 
+    async def embedded_after(self, ids: list[str]) -> dict[str, Memory]:
+        """The message each of these chat rows is embedded with: its session's previous one
+        (`gieok.store.context_sql.embedded_after_sql`), for the rows that have one. Internal: not scoped to a
+        viewer, for the librarian and for search to know what a vector was computed from."""
+        ...
+
     def iter_pages(self, f: SearchFilters, *, batch: int = 500) -> AsyncIterator[list[Memory]]:
         """Every row `f` lets through, oldest first (created_at, then id), in pages of at most `batch` rows.
         The position is kept as the last row's (created_at, id), so rows changed, archived or erased while a

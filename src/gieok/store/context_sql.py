@@ -46,6 +46,15 @@ def neighbours_sql(ph: str, n: int) -> str:
             f"WHERE m.id IN ({', '.join([ph] * n)}) AND m.source = 'chat' AND m.session_id <> ''")
 
 
+def embedded_after_sql(ph: str, n: int) -> str:
+    """(id, id of the message before it) of each of `n` chat rows in a session: the message a row's vector is
+    computed with (gieok.retrieval.doc_text). Any earlier row of the session that is not forgotten (archived
+    ones too), by id, latest (created_at, id) first: what the librarian has always read."""
+    return (f"SELECT m.id, (SELECT p.id FROM memory p WHERE p.user_id = m.user_id AND p.session_id = m.session_id "
+            f"AND p.deleted_at IS NULL AND p.id < m.id ORDER BY p.created_at DESC, p.id DESC LIMIT 1) "
+            f"FROM memory m WHERE m.id IN ({', '.join([ph] * n)}) AND m.source = 'chat' AND m.session_id <> ''")
+
+
 def contexts_sql(ph: str, n: int, tail: Callable[[str], str], head: Callable[[str], str]) -> str:
     """(id, current context, fresh context) of each of `n` rows; `tail`/`head` cut a text to CONTEXT_CHARS
     from its end/start in the backend's dialect."""

@@ -14,7 +14,7 @@ from gieok.core.errors import StoreError
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.principal import Principal
 from gieok.store.base import NewRow, RequestKey, Vector
-from gieok.store.context_sql import rewrites_neighbours
+from gieok.store.context_sql import chunks, embedded_after_sql, rewrites_neighbours
 from gieok.store.postgres.batch import insert_rows
 from gieok.store.postgres.codec import CASTS, MEMORY_COLS, SELECT, db_value, row_to_memory, tags_sql, ts
 from gieok.store.postgres.connection import PostgresBase, redacted, retry_deadlock
@@ -113,6 +113,19 @@ class MemoryRowsMixin(PostgresBase):
             return 0
         async with self._conn() as con, con.transaction():
             return await refresh_context_rows(con, ids)
+
+    async def embedded_after(self, ids: list[str]) -> dict[str, Memory]:
+        if not ids:
+            return {}
+        pairs: dict[str, str] = {}
+        async with self._conn() as con:
+            for chunk in chunks(ids):
+                rows = await (await con.execute(embedded_after_sql("%s", len(chunk)), chunk)).fetchall()
+                pairs.update((r[0], r[1]) for r in rows if r[1] is not None)
+            found = await (await con.execute(f"SELECT {SELECT} FROM memory m WHERE m.id = ANY(%s)",
+                                             [sorted(set(pairs.values()))])).fetchall() if pairs else []
+        prev = {r[0]: row_to_memory(r) for r in found}
+        return {mid: prev[p] for mid, p in pairs.items() if p in prev}
 
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
                             after_id: str | None = None) -> list[Memory]:

@@ -21,6 +21,7 @@ from gieok.store.context_sql import (
     changed_contexts,
     chunks,
     contexts_sql,
+    embedded_after_sql,
     neighbours_sql,
     rewrites_neighbours,
 )
@@ -154,6 +155,22 @@ class MemoryRowsMixin(SQLiteBase):
             return 0
         with self._write() as db:
             return _refresh_context(db, ids)
+
+    async def embedded_after(self, ids: list[str]) -> dict[str, Memory]:
+        def run() -> dict[str, Memory]:
+            pairs: dict[str, str] = {}
+            with self._read() as db:
+                for chunk in chunks(ids):
+                    pairs.update((r[0], r[1]) for r in db.execute(embedded_after_sql("?", len(chunk)), chunk)
+                                 if r[1] is not None)
+                prev: dict[str, Memory] = {}
+                wanted = sorted(set(pairs.values()))
+                for chunk in chunks(wanted):
+                    rows = db.execute(f"SELECT {SELECT} FROM memory m WHERE m.id IN ({','.join('?' * len(chunk))})",
+                                      chunk).fetchall()
+                    prev.update((r[0], row_to_memory(r)) for r in rows)
+            return {mid: prev[p] for mid, p in pairs.items() if p in prev}
+        return await anyio.to_thread.run_sync(run) if ids else {}
 
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
                             after_id: str | None = None) -> list[Memory]:
