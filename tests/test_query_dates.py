@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gieok.core.models import Memory
-from gieok.retrieval.query_dates import in_windows, query_windows
+from gieok.retrieval.query_dates import LONG_WINDOW_SHARE, date_match, in_windows, query_windows
 from gieok.retrieval.ranking import RECIPES, Candidate, rank
 
 NOW = datetime(2023, 11, 1, 12, 0, tzinfo=UTC)
@@ -60,3 +60,25 @@ def test_memory_created_on_the_named_date_ranks_first() -> None:
     hits = rank(cands, query_tokens=set(), query_text="", now=NOW, recipe=RECIPES["hybrid"], limit=2)
     assert [h.memory.id for h in hits] == ["a", "b"]
     assert hits[0].parts["date"] == 1.0 and "created on the date the query names" in hits[0].recall_reason
+
+
+def test_a_named_day_counts_more_than_a_named_month() -> None:
+    at = datetime(2023, 6, 3, 15, 0, tzinfo=UTC)
+    assert date_match(at, query_windows("What did I start on 3 June 2023?", NOW)) == 1.0
+    assert date_match(at, query_windows("2023년 6월 3일에 뭐 시작했어?", NOW)) == 1.0
+    assert date_match(at, query_windows("What did I start in June 2023?", NOW)) == LONG_WINDOW_SHARE
+    assert date_match(at, query_windows("What did I start on 9 June 2023?", NOW)) == 0.0
+    assert date_match(None, query_windows("on 3 June 2023", NOW)) == 0.0
+    # Both named: the day decides.
+    assert date_match(at, query_windows("June 2023, on 3 June 2023", NOW)) == 1.0
+    # A month holds many conversations that are not about the question: its bonus does not outweigh a
+    # better match in words and meaning, a day's does.
+    on_day = Memory(id="a", user_id="u", role="user", content="I started pottery classes", created_at=at)
+    other = Memory(id="b", user_id="u", role="user", content="I started yoga classes",
+                   created_at=at + timedelta(days=40))
+    for query, first in (("What did I start on 3 June 2023?", "a"), ("What did I start in June 2023?", "b")):
+        windows = query_windows(query, NOW)
+        cands = [Candidate(other, cos=0.87, bm25=2.0, date_match=date_match(other.created_at, windows)),
+                 Candidate(on_day, cos=0.85, bm25=0.5, date_match=date_match(on_day.created_at, windows))]
+        hits = rank(cands, query_tokens=set(), query_text="", now=NOW, recipe=RECIPES["hybrid"], limit=2)
+        assert hits[0].memory.id == first, (query, [(h.memory.id, h.parts) for h in hits])

@@ -97,3 +97,21 @@ def query_windows(query: str, now: datetime) -> list[Window]:
 
 def in_windows(created: datetime | None, windows: list[Window]) -> bool:
     return created is not None and any(a <= created < b for a, b in windows)
+
+
+# A named day ("on 3 June", "yesterday": a window of a few days) says more about when than a named month or
+# week does: the date bonus is the recipe's `r_date` for a day and this share of it for a longer window.
+# Measured on dev (recall@10, English / Korean questions over English memory): one bonus of 0.10 for every
+# window 0.822 / 0.657; 0.30 for every window 0.822 / 0.665 (days gained, months lost: a month holds many
+# sessions that are not about the question); 0.30 for a day, 0.10 for longer windows: see the README.
+LONG_WINDOW_SHARE = 1 / 3
+_DAY_WINDOW = timedelta(days=4)
+
+
+def date_match(created: datetime | None, windows: list[Window]) -> float:
+    """1.0 when `created` falls in a window of a few days the query names, LONG_WINDOW_SHARE in a longer one
+    (a month, a week), 0.0 outside them all."""
+    if created is None:
+        return 0.0
+    return max((1.0 if b - a <= _DAY_WINDOW else LONG_WINDOW_SHARE for a, b in windows if a <= created < b),
+               default=0.0)

@@ -48,8 +48,9 @@ class Recipe:
     r_bm25: float = 0.40
     r_tags: float = 0.05
     r_title: float = 0.05
-    # Bonus for a memory created inside a time window the query names ("on 3 June", "지난주"): query_dates.
-    r_date: float = 0.10
+    # Bonus for a memory created inside a time window the query names ("on 3 June", "지난주"): query_dates;
+    # this much for a named day, a third of it for a month or a week (query_dates.LONG_WINDOW_SHARE).
+    r_date: float = 0.30
     # Extra candidates drawn from each named window, so an old but dated memory is not left out of the pool.
     date_candidates: int = 20
     bm25_k: float = 2.0
@@ -130,7 +131,7 @@ class Candidate:
     bm25: float | None = None
     vector: Vector | None = None
     substring: bool = False
-    date_match: bool = False
+    date_match: float = 0.0        # query_dates.date_match: 1 a named day, less a longer window
 
 
 def recency(m: Memory, now: datetime, recipe: Recipe) -> float:
@@ -194,7 +195,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             cos_part = bm_part
         jac = tag_jaccard(query_tokens, m)
         title = 1.0 if q_lower and m.title and (q_lower in m.title.lower() or m.title.lower() in q_lower) else 0.0
-        date = 1.0 if c.date_match else 0.0
+        date = c.date_match
         rel = (recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
                + recipe.r_date * date)
         rels.append((rel, cos, bm, jac, title, date))

@@ -18,7 +18,7 @@ from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
 from gieok.retrieval.bridge import Bridged, bridge_query, embed_words, merge_bridged, written_in_english
 from gieok.retrieval.doc_text import embedded_scripts
-from gieok.retrieval.query_dates import in_windows, query_windows
+from gieok.retrieval.query_dates import date_match, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import text_script
@@ -164,7 +164,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                     c.cos = float(v @ qvec)
 
     for c in cands.values():
-        c.date_match = in_windows(c.memory.created_at, windows)
+        c.date_match = date_match(c.memory.created_at, windows)
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     if pair_thresholds and best_cos is not None:
         ths, lo, hi = _pair_band(query, pair_thresholds, fallback_threshold)
