@@ -303,6 +303,47 @@ async def test_editing_a_turn_updates_its_neighbours(store: Store) -> None:
     assert set(await _found(store, "planetarium")) == {first, second}
 
 
+async def _embed(store: Store, ids: list[str], model: str = "test-model") -> dict[str, np.ndarray]:
+    vecs = {mid: unit(i + 1) for i, mid in enumerate(ids)}
+    await store.complete_cold([ColdResult(mid, embedding=v, embedding_model=model) for mid, v in vecs.items()], T0)
+    return vecs
+
+
+def _as_sets(got: dict[str, list[np.ndarray]]) -> dict[str, set[bytes]]:
+    return {mid: {v.astype(np.float32).tobytes() for v in vs} for mid, vs in got.items()}
+
+
+async def test_neighbour_vectors_are_the_adjacent_chat_messages(store: Store) -> None:
+    q, a, thanks, last = await _session(store, "s1", "How did your kids react at the memorial?",
+                                        "They were awestruck and humbled.", "Glad to hear it", "Bye for now")
+    (alone,) = await _session(store, "s2", "A session of one message")
+    note = await put(store, "manual note in the session", session_id="s1", at=T0 + timedelta(seconds=1, microseconds=5),
+                     source="manual")
+    vecs = await _embed(store, [q, a, thanks, alone, note])
+    await store.complete_cold([ColdResult(last, embedding=unit(99), embedding_model="other-model")], T0)
+    f = SearchFilters(user_id="alice")
+    b = {k: v.tobytes() for k, v in vecs.items()}
+    got = _as_sets(await store.neighbour_vectors(f, [q, a, thanks, last, alone, note], "test-model"))
+    # A non-chat row neither has neighbours nor is one; a neighbour with only another model's vector is none.
+    assert got == {q: {b[a]}, a: {b[q], b[thanks]}, thanks: {b[a]}, last: {b[thanks]}}
+    assert await store.neighbour_vectors(f, [], "test-model") == {}
+    # Every filter applies (here the code-anchor ones, with their own subqueries): no row is about a file.
+    unanchored = SearchFilters(user_id="alice", stale="exclude", p_tag="gieok", tags=("x",))
+    assert await store.neighbour_vectors(SearchFilters(user_id="alice", file="retry.py"), [a], "test-model") == {}
+    assert await store.neighbour_vectors(unanchored, [a], "test-model") == {}
+    assert _as_sets(await store.neighbour_vectors(SearchFilters(user_id="alice", stale="exclude"), [a],
+                                                  "test-model")) == {a: {b[q], b[thanks]}}
+    # A forgotten message is no one's neighbour: the messages around it are each other's.
+    assert await store.update_memory(a, {"deleted_at": T0})
+    got = _as_sets(await store.neighbour_vectors(f, [q, thanks], "test-model"))
+    assert got == {q: {b[thanks]}, thanks: {b[q]}}
+    # The filters apply to the neighbours too: one outside the window does not count.
+    since = SearchFilters(user_id="alice", since=T0 + timedelta(seconds=1))
+    assert _as_sets(await store.neighbour_vectors(since, [thanks], "test-model")) == {}
+    # Another user's rows are never read.
+    assert await store.neighbour_vectors(SearchFilters(user_id="bob"), [q, thanks], "test-model") == {}
+
+
 async def test_upgrade_gives_existing_rows_their_context(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Migration 005 computes the neighbour context of rows stored before it existed. (The later migrations are
     applied first: today's code writes their columns.)"""

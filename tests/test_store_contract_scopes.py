@@ -62,6 +62,24 @@ async def test_every_candidate_list_applies_the_scope(store: Store) -> None:
     assert own == {ids["alice-private"], ids["alice-team"], ids["alice-public"]}
 
 
+async def test_neighbour_vectors_apply_the_scope(store: Store) -> None:
+    # Alice's shared messages around a private one: a teammate's search must not score them by it.
+    t0 = utcnow()
+    shared1, private, shared2 = [await put(store, t, privacy_scope=scope, team=team, session_id="chat",
+                                           at=t0 + timedelta(seconds=i))
+                                 for i, (t, scope, team) in enumerate([("shared hello", "team", "eng"),
+                                                                       ("private detail", "private", ""),
+                                                                       ("shared bye", "team", "eng")])]
+    await store.complete_cold([ColdResult(mid, embedding=unit(i), embedding_model=MODEL)
+                               for i, mid in enumerate((shared1, private, shared2))], utcnow())
+    ids = [shared1, private, shared2]
+    mine = await store.neighbour_vectors(SearchFilters(user_id="alice", viewer=ALICE), ids, MODEL)
+    assert {k: len(v) for k, v in mine.items()} == {shared1: 1, private: 2, shared2: 1}
+    # Bob sees the two shared messages but not what lies between them; a row he cannot see lends him nothing.
+    assert await store.neighbour_vectors(SearchFilters(user_id="bob", viewer=BOB), ids, MODEL) == {}
+    assert await store.neighbour_vectors(SearchFilters(user_id="carol", viewer=CAROL), ids, MODEL) == {}
+
+
 async def test_a_row_in_two_partitions_is_one_candidate(store: Store) -> None:
     # Alice's team and public rows are hers and her team's (or everyone's): the vector search of her as a
     # viewer meets each twice and must still return the true top rows, each once.

@@ -264,6 +264,12 @@ class SearchIndex(Protocol):
 
     async def get_vectors(self, ids: list[str], model: str) -> dict[str, Vector]: ...
 
+    async def neighbour_vectors(self, f: SearchFilters, ids: list[str], model: str) -> dict[str, list[Vector]]:
+        """For each chat row of `ids`, the `model` vectors of the chat messages just before and after it in its
+        session (the neighbours of gieok.store.context_sql), only those that pass `f` (scope and filters);
+        rows with none are left out."""
+        ...
+
 
 class ColdQueue(Protocol):
     # True when `wait_for_pending` is woken by new rows from any process (PostgreSQL LISTEN/NOTIFY); False
