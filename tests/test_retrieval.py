@@ -157,6 +157,42 @@ async def test_vectors_of_another_model_are_never_compared(e5svc: MemoryService)
     assert not np.allclose(q, 0)
 
 
+async def test_a_reply_is_scored_by_the_message_it_answers(e5svc: MemoryService) -> None:
+    assert e5svc.embedder is not None and e5svc.processor is not None
+    f = e5svc.filters("alice")
+    turns = ["Which cake did you bake for the picnic?", "The lemon one, everyone loved it."]
+    q_id, a_id = [(await e5svc.ingest(MessageIn(content=t, user_id="alice", session_id="s9",
+                                                created_at=f"2025-05-10T10:00:0{i}Z")))[0]
+                  for i, t in enumerate(turns)]
+    await e5svc.processor.run_once()
+    # The question's vector made the query's own: its reply's neighbour cosine is then exactly 1.
+    qv = await e5svc.embedder.embed_query("picnic cake")
+    await e5svc.store.complete_cold([ColdResult(q_id, embedding=qv, embedding_model=e5svc.embedder.name)], NOW)
+    hits = {h.memory.id: h for h in (await e5svc.search(f, "picnic cake", now=NOW)).hits}
+    assert hits[a_id].parts["neighbour_cosine"] == pytest.approx(1.0, abs=1e-4)
+    assert hits[q_id].parts["neighbour_cosine"] < 0.99
+    assert any(r.startswith("next to a semantic match") for r in hits[a_id].recall_reason)
+    assert all(h.parts["neighbour_cosine"] == 0 for h in hits.values() if not h.memory.session_id)
+    # A forgotten message lends its neighbours nothing.
+    assert await e5svc.store.update_memory(q_id, {"deleted_at": NOW})
+    hits = {h.memory.id: h for h in (await e5svc.search(f, "picnic cake", now=NOW)).hits}
+    assert q_id not in hits and hits[a_id].parts["neighbour_cosine"] == 0
+
+
+def test_neighbour_cosine_lifts_a_message_next_to_a_close_one() -> None:
+    reply = Memory(id="r", user_id="u", content="They were awestruck.", created_at=NOW)
+    other = Memory(id="o", user_id="u", content="We went hiking.", created_at=NOW)
+    recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
+    cands = [Candidate(other, cos=0.80), Candidate(reply, cos=0.78, neighbour_cos=0.90)]
+    hits = rank(cands, query_tokens=set(), query_text="q", now=NOW, recipe=recipe, limit=2)
+    assert [h.memory.id for h in hits] == ["r", "o"]
+    assert hits[0].parts["neighbour_cosine"] == pytest.approx(0.90) and hits[1].parts["neighbour_cosine"] == 0
+    assert "next to a semantic match (cosine 0.90)" in hits[0].recall_reason
+    off = rank(cands, query_tokens=set(), query_text="q", now=NOW, recipe=replace(recipe, r_neighbour=0.0), limit=2)
+    assert [h.memory.id for h in off] == ["o", "r"]
+    assert not any(r.startswith("next to") for h in off for r in h.recall_reason)
+
+
 def test_query_terms_drop_contraction_and_possessive_fragments() -> None:
     # The tokenizer splits at apostrophes; a bare "s" or "t" would match every possessive or contraction.
     assert query_terms("What do Melanie's kids like? Why didn't she go?") == [["melani"], ["kid"], ["like"], ["go"]]

@@ -223,6 +223,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             else:
                 c.substring = True
         use_recipe = replace(use_recipe, keep_threshold=0.0, r_cos=0.0, r_bm25=max(recipe.r_bm25, 0.3))
+    if qvec is not None and embedder is not None and cands and use_recipe.r_cos > 0 and use_recipe.r_neighbour > 0:
+        await _neighbour_cosines(store, embedder.name, f, cands, qvec, rendered)
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
@@ -230,6 +232,21 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     if not hits and FALLBACK_NOTE in notes:
         notes[notes.index(FALLBACK_NOTE)] = NOTHING_NOTE
     return SearchOutcome(hits, mode, notes)
+
+
+async def _neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: Mapping[str, Candidate],
+                             qvec: Vector, rendered: list[Vector]) -> None:
+    """Each chat candidate's best cosine among the messages just before and after it in its session (ranking's
+    `r_neighbour`), compared as its own cosine is (an English row's: the mean with the bridge's rendering).
+    The store leaves out neighbours `f` does not let the caller see."""
+    near = await store.neighbour_vectors(f, list(cands), model)
+    for mid, vecs in near.items():
+        c = cands.get(mid)
+        if c is None or not vecs:
+            continue
+        english = bool(rendered) and written_in_english(c.memory)
+        c.neighbour_cos = max((float(v @ qvec) + float(v @ rendered[0])) / 2 if english else float(v @ qvec)
+                              for v in vecs)
 
 
 async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, query: str,
