@@ -240,13 +240,18 @@ async def _neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: 
     `r_neighbour`), compared as its own cosine is (an English row's: the mean with the bridge's rendering).
     The store leaves out neighbours `f` does not let the caller see."""
     near = await store.neighbour_vectors(f, list(cands), model)
+    # A neighbour that is itself a candidate counts with its own cosine: in a session mixing Korean and English,
+    # an English reply seen from its Korean neighbour would otherwise be compared raw, above its own bridged
+    # cosine, and lift the Korean message over the reply that answers the question.
+    own = {c.vector.tobytes(): c.cos for c in cands.values() if c.vector is not None and c.cos is not None}
     for mid, vecs in near.items():
         c = cands.get(mid)
         if c is None or not vecs:
             continue
         english = bool(rendered) and written_in_english(c.memory)
-        c.neighbour_cos = max((float(v @ qvec) + float(v @ rendered[0])) / 2 if english else float(v @ qvec)
-                              for v in vecs)
+        c.neighbour_cos = max(
+            own.get(v.tobytes(), (float(v @ qvec) + float(v @ rendered[0])) / 2 if english else float(v @ qvec))
+            for v in vecs)
 
 
 async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, query: str,
