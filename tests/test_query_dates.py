@@ -82,3 +82,17 @@ def test_a_named_day_counts_more_than_a_named_month() -> None:
                  Candidate(on_day, cos=0.85, bm25=0.5, date_match=date_match(on_day.created_at, windows))]
         hits = rank(cands, query_tokens=set(), query_text="", now=NOW, recipe=RECIPES["hybrid"], limit=2)
         assert hits[0].memory.id == first, (query, [(h.memory.id, h.parts) for h in hits])
+
+
+def test_the_neighbour_lookup_order_counts_the_date_bonus() -> None:
+    # Only the best candidates by their own relevance get their session neighbours looked up
+    # (Recipe.neighbour_candidates); a row on the named day must not fall out of that order.
+    from dataclasses import replace
+
+    from gieok.retrieval.ranking import own_relevance
+    recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
+    at = datetime(2023, 6, 3, 15, 0, tzinfo=UTC)
+    m = Memory(id="a", user_id="u", role="user", content="x", created_at=at)
+    on_day, other = Candidate(m, cos=0.80, date_match=1.0), Candidate(m, cos=0.84, bm25=1.0)
+    assert own_relevance(on_day, recipe) > own_relevance(other, recipe) > own_relevance(Candidate(m), recipe) == 0
+    assert 0 < recipe.neighbour_candidates < recipe.candidates

@@ -19,7 +19,7 @@ from gieok.providers.embed.priority import GATE
 from gieok.retrieval.bridge import Bridged, bridge_query, embed_words, merge_bridged, written_in_english
 from gieok.retrieval.doc_text import embedded_scripts
 from gieok.retrieval.query_dates import date_match, query_windows
-from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
+from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, own_relevance, rank
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import text_script
 from gieok.store.base import Store, Vector
@@ -224,7 +224,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 c.substring = True
         use_recipe = replace(use_recipe, keep_threshold=0.0, r_cos=0.0, r_bm25=max(recipe.r_bm25, 0.3))
     if qvec is not None and embedder is not None and cands and use_recipe.r_cos > 0 and use_recipe.r_neighbour > 0:
-        await _neighbour_cosines(store, embedder.name, f, cands, qvec, rendered)
+        await _neighbour_cosines(store, embedder.name, f, cands, qvec, rendered, use_recipe)
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
@@ -235,11 +235,12 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
 
 
 async def _neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: Mapping[str, Candidate],
-                             qvec: Vector, rendered: list[Vector]) -> None:
+                             qvec: Vector, rendered: list[Vector], recipe: Recipe) -> None:
     """Each chat candidate's best cosine among the messages just before and after it in its session (ranking's
     `r_neighbour`), compared as its own cosine is (an English row's: the mean with the bridge's rendering).
     The store leaves out neighbours `f` does not let the caller see."""
-    near = await store.neighbour_vectors(f, list(cands), model)
+    ids = sorted(cands, key=lambda k: -own_relevance(cands[k], recipe))[:recipe.neighbour_candidates]
+    near = await store.neighbour_vectors(f, ids, model)
     # A neighbour that is itself a candidate counts with its own cosine: in a session mixing Korean and English,
     # an English reply seen from its Korean neighbour would otherwise be compared raw, above its own bridged
     # cosine, and lift the Korean message over the reply that answers the question.
