@@ -33,9 +33,14 @@ def _with_context(m: Memory, prev: Memory | None) -> str:
     return f"{before}\n{embed_text(m)}"
 
 
+async def _contexts(store: MemoryRows, rows: Sequence[Memory]) -> dict[str, Memory]:
+    """The message each chat row of a session is embedded with, by row id (one query for all of `rows`)."""
+    return await store.embedded_after([m.id for m in rows if m.session_id and m.source == "chat"])
+
+
 async def embed_texts(store: MemoryRows, rows: Sequence[Memory]) -> list[str]:
     """The texts to embed for `rows`, each with its session's previous message as context."""
-    prev = await store.embedded_after([m.id for m in rows if m.session_id and m.source == "chat"])
+    prev = await _contexts(store, rows)
     return [_with_context(m, prev.get(m.id)) for m in rows]
 
 
@@ -43,9 +48,9 @@ async def embedded_scripts(store: MemoryRows, rows: Sequence[Memory]) -> dict[st
     """The scripts (gieok.retrieval.scripts) of what each row's vector was computed from, where its context
     message adds one: a Korean user's question before an English reply puts the reply's vector in the
     Korean band of cosines, and the no-match verdict must judge it there."""
-    prev = await store.embedded_after([m.id for m in rows if m.session_id and m.source == "chat"])
+    prev = await _contexts(store, rows) if rows else {}
     out: dict[str, set[str]] = {}
     for m in rows:
-        if (p := prev.get(m.id)) is not None and (ps := text_script(p.content)) != text_script(m.content):
-            out[m.id] = {text_script(m.content), ps}
+        if (p := prev.get(m.id)) is not None and (ps := text_script(p.content)) != (own := text_script(m.content)):
+            out[m.id] = {own, ps}
     return out

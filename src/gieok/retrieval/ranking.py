@@ -154,14 +154,21 @@ class Candidate:
     neighbour_cos: float | None = None    # the best cosine of its session neighbours (r_neighbour)
 
 
+def _cos_part(cos: float, recipe: Recipe) -> float:
+    """A cosine rescaled above the recipe's floor (`Recipe.cos_floor`)."""
+    floor = recipe.cos_floor or 0.0
+    return max(0.0, (cos - floor) / (1.0 - floor))
+
+
+def _bm_part(bm: float, recipe: Recipe) -> float:
+    return bm / (bm + recipe.bm25_k) if bm > 0 else 0.0
+
+
 def own_relevance(c: Candidate, recipe: Recipe) -> float:
     """A candidate's relevance from its own cosine, BM25 and date alone, as `rank` weighs them: the order in
     which candidates get their neighbours looked up (`Recipe.neighbour_candidates`)."""
-    floor = recipe.cos_floor or 0.0
-    cos_part = max(0.0, ((c.cos or 0.0) - floor) / (1.0 - floor))
-    bm = c.bm25 or 0.0
-    bm_part = bm / (bm + recipe.bm25_k) if bm > 0 else 0.0
-    return recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_date * c.date_match
+    return (recipe.r_cos * _cos_part(c.cos or 0.0, recipe) + recipe.r_bm25 * _bm_part(c.bm25 or 0.0, recipe)
+            + recipe.r_date * c.date_match)
 
 
 def recency(m: Memory, now: datetime, recipe: Recipe) -> float:
@@ -217,15 +224,14 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     for c in cands:
         m = c.memory
         cos = c.cos if c.cos is not None else 0.0
-        floor = recipe.cos_floor or 0.0
-        cos_part = max(0.0, (cos - floor) / (1.0 - floor))
+        cos_part = _cos_part(cos, recipe)
         bm = c.bm25 or 0.0
-        bm_part = bm / (bm + recipe.bm25_k) if bm > 0 else 0.0
+        bm_part = _bm_part(bm, recipe)
         if semantic and c.cos is None:
             cos_part = bm_part
         nb = c.neighbour_cos if c.neighbour_cos is not None else 0.0
         if nb > 0:
-            cos_part += recipe.r_neighbour * max(0.0, (nb - floor) / (1.0 - floor))
+            cos_part += recipe.r_neighbour * _cos_part(nb, recipe)
         jac = tag_jaccard(query_tokens, m)
         title = 1.0 if q_lower and m.title and (q_lower in m.title.lower() or m.title.lower() in q_lower) else 0.0
         date = c.date_match
