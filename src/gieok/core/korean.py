@@ -15,6 +15,7 @@ Question words ("언제", "어디", "뭐") are dropped like English stopwords: e
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 
@@ -33,9 +34,26 @@ _SUFFIXES = _longest_first(
     어 아 야 지 요 고 게 며 서 어요 아요 는데 은데 려고 으려고 도록 면서 으면서 으면
     ㄴ다 는다 는지 은지 을까 ㄹ까 니 냐 나요 지요""")
 
-# Korean question and filler words: as common as "when"/"what" and as useless to match.
+# Korean question and filler words: as common as "when"/"what" and as useless to match. Besides the question
+# words, the words English drops too ("about", "for", "more", "now", "say"), in the forms the suffix
+# rules leave them (대해, 것에 and 뭐였 keep a particle or ending because one syllable would stay), bound
+# nouns (것, 걸, 데, 적), and 싶다, which is only ever an auxiliary ("가고 싶어").
 KO_STOPWORDS = frozenset("""언제 어디 어디야 어디서 어디에 뭐 뭐야 뭘 무엇 무슨 어떤 어떻게 왜 누구 누가 몇 얼마 얼마나
-    그 이 저 그리고 그래서 또 둘 다 모두 자기 자신 정말 진짜 혹시 있어 있었어 했어 해 하는 거야 거 것 수 때""".split())
+    그 이 저 그리고 그래서 또 둘 다 모두 자기 자신 정말 진짜 혹시 있어 있었어 했어 해 하는 거야 거 것 수 때
+    뭐라 뭐였 뭐지 뭐니 뭔가 뭔데 어때 어땠 어떤지 어떨까 어떠 누구야 누군가 언제야
+    대해 대해서 대한 위해 위해서 위한 관련 관련된 관련해 관련해서 관한 관해 관해서 통해 통해서 때문
+    것에 것을 것이 것은 것도 걸 건 게 데 적 줄 뿐
+    더 지금 말했 말해 말한 싶어 싶은 싶었 싶다 있을까 있을 있는 있던 있었 같아""".split())
+
+# Units counted after a number ("2023년", "3월에", "1등을", "5명"): the number is the term, and the dates are
+# read by gieok.retrieval.query_dates.
+_COUNTER = re.compile(r"(?<=\d)(?:년|월|일|시|분|초|살|명|개|번|등|위|주|달|회|차|층|호|원|달러|시간|주년|개월)"
+                      r"(?:에|에는|에도|의|을|를|은|는|이|가|도|부터|까지|째|쯤|간|만에|동안)?(?![가-힣])")
+
+
+def without_counters(query: str) -> str:
+    """`query` without the units that follow its numbers ("2023년 2월 1일에" → "2023 2 1")."""
+    return _COUNTER.sub("", query)
 
 
 _SUFFIX_SET = frozenset(_SUFFIXES)

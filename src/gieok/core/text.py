@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import Stemmer
 
-from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem
+from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem, without_counters
 from gieok.core.korean_stems import prefix_stems, verb_forms
 
 _CJK_CHARS = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
@@ -94,10 +94,10 @@ def query_terms(query: str) -> list[list[str]]:
     """
     terms: list[list[str]] = []
     fallback: list[list[str]] = []
-    for w, cjk in _tokens(query):
+    for w, cjk in _tokens(without_counters(query)):
         if cjk:
             stem = query_stem(w) if _is_hangul(w) else w
-            (fallback if w in KO_STOPWORDS or stem in KO_STOPWORDS or is_suffix(w) else terms).append(_cjk_grams(stem))
+            (fallback if _function_word(w) else terms).append(_cjk_grams(stem))
         else:
             (fallback if w in STOPWORDS else terms).append([_stem(w)])
     seen: set[tuple[str, ...]] = set()
@@ -109,6 +109,10 @@ def query_terms(query: str) -> list[list[str]]:
     return unique
 
 
+def _function_word(w: str) -> bool:
+    return w in KO_STOPWORDS or query_stem(w) in KO_STOPWORDS or is_suffix(w)
+
+
 PREFIX = "*"
 
 
@@ -117,8 +121,10 @@ def prefix_terms(query: str) -> list[list[str]]:
     `["쓰*"]` that matches every token beginning with 쓰. A search adds them to `query_terms`; a backend reads
     them with `term_prefix`."""
     out: list[list[str]] = []
-    for w, cjk in _tokens(query):
-        if cjk and _is_hangul(w) and w not in KO_STOPWORDS:
+    for w, cjk in _tokens(without_counters(query)):
+        # Not a particle standing alone after a Latin word ("Caroline은": 은 is no past adnominal of 으) nor a
+        # function word ("뭐였어" → 뭐*).
+        if cjk and _is_hangul(w) and not _function_word(w):
             out.extend([s + PREFIX] for s in prefix_stems(w) if [s + PREFIX] not in out)
     return out
 

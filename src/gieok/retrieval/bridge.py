@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import anyio
 import numpy as np
 
-from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem
+from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem, without_counters
 from gieok.core.models import Memory
 from gieok.core.text import STOPWORDS, stem_word
 from gieok.providers.embed.base import Embedder, Vector
@@ -61,7 +61,7 @@ def query_word_forms(query: str) -> list[tuple[str, str]]:
     """(word as written, stem) for the Korean content words of a query; the stem is the word without particles
     and endings, as the full-text query has it."""
     out: list[tuple[str, str]] = []
-    for w in _HANGUL_RUN.findall(query):
+    for w in _HANGUL_RUN.findall(without_counters(query)):
         stem = query_stem(w)
         if w in KO_STOPWORDS or stem in KO_STOPWORDS or is_suffix(w) or any(stem == s for _w, s in out):
             continue
