@@ -179,6 +179,23 @@ async def test_a_reply_is_scored_by_the_message_it_answers(e5svc: MemoryService)
     assert q_id not in hits and hits[a_id].parts["neighbour_cosine"] == 0
 
 
+async def test_being_neighbours_goes_both_ways(e5svc: MemoryService) -> None:
+    assert e5svc.processor is not None
+    f = e5svc.filters("alice")
+    turns = ["Last weekend I had a picnic with some friends from church.", "We played charades, everyone laughed."]
+    q_id, a_id = [(await e5svc.ingest(MessageIn(content=t, user_id="alice", session_id="s10",
+                                                created_at=f"2025-05-11T10:00:0{i}Z")))[0]
+                  for i, t in enumerate(turns)]
+    await e5svc.processor.run_once()
+    # Only the best candidate, the picnic message, has its neighbours looked up: the reply is one of them, so
+    # the picnic message is the reply's neighbour too.
+    one = replace(RECIPES["hybrid"], neighbour_candidates=1)
+    hits = {h.memory.id: h for h in (await e5svc.search(f, "picnic with friends from church", recipe=one,
+                                                       now=NOW)).hits}
+    assert hits[q_id].parts["neighbour_cosine"] == pytest.approx(hits[a_id].parts["cosine"])
+    assert hits[a_id].parts["neighbour_cosine"] == pytest.approx(hits[q_id].parts["cosine"])
+
+
 def test_neighbour_cosine_lifts_a_message_next_to_a_close_one() -> None:
     reply = Memory(id="r", user_id="u", content="They were awestruck.", created_at=NOW)
     other = Memory(id="o", user_id="u", content="We went hiking.", created_at=NOW)

@@ -309,8 +309,12 @@ async def _embed(store: Store, ids: list[str], model: str = "test-model") -> dic
     return vecs
 
 
-def _as_sets(got: dict[str, list[np.ndarray]]) -> dict[str, set[bytes]]:
-    return {mid: {v.astype(np.float32).tobytes() for v in vs} for mid, vs in got.items()}
+def _as_sets(got: dict[str, list[tuple[str, np.ndarray]]], vecs: dict[str, np.ndarray]) -> dict[str, set[str]]:
+    """Each row's neighbours by id, checking each came with its own vector."""
+    for pairs in got.values():
+        for nid, v in pairs:
+            assert v.astype(np.float32).tobytes() == vecs[nid].astype(np.float32).tobytes()
+    return {mid: {nid for nid, _v in pairs} for mid, pairs in got.items()}
 
 
 async def test_neighbour_vectors_are_the_adjacent_chat_messages(store: Store) -> None:
@@ -322,24 +326,23 @@ async def test_neighbour_vectors_are_the_adjacent_chat_messages(store: Store) ->
     vecs = await _embed(store, [q, a, thanks, alone, note])
     await store.complete_cold([ColdResult(last, embedding=unit(99), embedding_model="other-model")], T0)
     f = SearchFilters(user_id="alice")
-    b = {k: v.tobytes() for k, v in vecs.items()}
-    got = _as_sets(await store.neighbour_vectors(f, [q, a, thanks, last, alone, note], "test-model"))
+    got = _as_sets(await store.neighbour_vectors(f, [q, a, thanks, last, alone, note], "test-model"), vecs)
     # A non-chat row neither has neighbours nor is one; a neighbour with only another model's vector is none.
-    assert got == {q: {b[a]}, a: {b[q], b[thanks]}, thanks: {b[a]}, last: {b[thanks]}}
+    assert got == {q: {a}, a: {q, thanks}, thanks: {a}, last: {thanks}}
     assert await store.neighbour_vectors(f, [], "test-model") == {}
     # Every filter applies (here the code-anchor ones, with their own subqueries): no row is about a file.
     unanchored = SearchFilters(user_id="alice", stale="exclude", p_tag="gieok", tags=("x",))
     assert await store.neighbour_vectors(SearchFilters(user_id="alice", file="retry.py"), [a], "test-model") == {}
     assert await store.neighbour_vectors(unanchored, [a], "test-model") == {}
-    assert _as_sets(await store.neighbour_vectors(SearchFilters(user_id="alice", stale="exclude"), [a],
-                                                  "test-model")) == {a: {b[q], b[thanks]}}
+    assert _as_sets(await store.neighbour_vectors(SearchFilters(user_id="alice", stale="exclude"), [a], "test-model"),
+                    vecs) == {a: {q, thanks}}
     # A forgotten message is no one's neighbour: the messages around it are each other's.
     assert await store.update_memory(a, {"deleted_at": T0})
-    got = _as_sets(await store.neighbour_vectors(f, [q, thanks], "test-model"))
-    assert got == {q: {b[thanks]}, thanks: {b[q]}}
+    got = _as_sets(await store.neighbour_vectors(f, [q, thanks], "test-model"), vecs)
+    assert got == {q: {thanks}, thanks: {q}}
     # The filters apply to the neighbours too: one outside the window does not count.
     since = SearchFilters(user_id="alice", since=T0 + timedelta(seconds=1))
-    assert _as_sets(await store.neighbour_vectors(since, [thanks], "test-model")) == {}
+    assert await store.neighbour_vectors(since, [thanks], "test-model") == {}
     # Another user's rows are never read.
     assert await store.neighbour_vectors(SearchFilters(user_id="bob"), [q, thanks], "test-model") == {}
 

@@ -241,18 +241,25 @@ async def _neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: 
     The store leaves out neighbours `f` does not let the caller see."""
     ids = sorted(cands, key=lambda k: -own_relevance(cands[k], recipe))[:recipe.neighbour_candidates]
     near = await store.neighbour_vectors(f, ids, model)
-    # A neighbour that is itself a candidate counts with its own cosine: in a session mixing Korean and English,
-    # an English reply seen from its Korean neighbour would otherwise be compared raw, above its own bridged
-    # cosine, and lift the Korean message over the reply that answers the question.
-    own = {c.vector.tobytes(): c.cos for c in cands.values() if c.vector is not None and c.cos is not None}
-    for mid, vecs in near.items():
-        c = cands.get(mid)
-        if c is None or not vecs:
-            continue
+
+    def cosine(nid: str, v: Vector, english: bool) -> float:
+        # A neighbour that is itself a candidate counts with its own cosine: in a session mixing Korean and
+        # English, an English reply seen from its Korean neighbour would otherwise be compared raw, above its own
+        # bridged cosine, and lift the Korean message over the reply that answers the question.
+        if (n := cands.get(nid)) is not None and n.cos is not None:
+            return n.cos
+        return (float(v @ qvec) + float(v @ rendered[0])) / 2 if english else float(v @ qvec)
+
+    for mid, pairs in near.items():
+        c = cands[mid]
         english = bool(rendered) and written_in_english(c.memory)
-        c.neighbour_cos = max(
-            own.get(v.tobytes(), (float(v @ qvec) + float(v @ rendered[0])) / 2 if english else float(v @ qvec))
-            for v in vecs)
+        c.neighbour_cos = max(cosine(nid, v, english) for nid, v in pairs)
+    for mid, pairs in near.items():
+        for nid, _v in pairs:
+            if nid not in near and (n := cands.get(nid)) is not None:
+                # Being neighbours goes both ways: a candidate whose own were not looked up (its own relevance
+                # was below the best `neighbour_candidates`) has at least this one.
+                n.neighbour_cos = max(n.neighbour_cos or 0.0, cands[mid].cos or 0.0)
 
 
 async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, query: str,

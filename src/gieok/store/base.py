@@ -33,6 +33,8 @@ from gieok.store.auth_base import AuthTables
 from gieok.store.code_refs import CodeRefs
 
 Vector = npt.NDArray[np.float32]
+# Row id → (neighbour id, neighbour vector) of its session neighbours (Store.neighbour_vectors).
+NeighbourVectors = dict[str, list[tuple[str, Vector]]]
 
 __all__ = [
     "UPDATABLE",
@@ -264,10 +266,10 @@ class SearchIndex(Protocol):
 
     async def get_vectors(self, ids: list[str], model: str) -> dict[str, Vector]: ...
 
-    async def neighbour_vectors(self, f: SearchFilters, ids: list[str], model: str) -> dict[str, list[Vector]]:
-        """For each chat row of `ids`, the `model` vectors of the chat messages just before and after it in its
-        session (the neighbours of gieok.store.context_sql), only those that pass `f` (scope and filters);
-        rows with none are left out."""
+    async def neighbour_vectors(self, f: SearchFilters, ids: list[str], model: str) -> NeighbourVectors:
+        """For each chat row of `ids`, the ids and `model` vectors of the chat messages just before and after it
+        in its session (the neighbours of gieok.store.context_sql), only those that have one and pass `f`
+        (scope and filters); rows with none are left out."""
         ...
 
 

@@ -56,13 +56,13 @@ def embedded_after_sql(ph: str, n: int) -> str:
 
 
 def neighbour_vectors_sql(ph: str, n: int, where_m: str, where_n: str) -> str:
-    """(row id, embedding) of the previous and next chat message of each of `n` chat rows (placeholders `ph`)
-    that passes `where_m`, for each neighbour that has a vector of the model (the placeholder after
-    `where_m`'s) and passes `where_n` (the same `where_clause` on alias `n`). Parameters: the ids, `where_m`'s,
-    the model, `where_n`'s. Search scores a row by its neighbours' cosines too (gieok.retrieval.ranking): a
-    neighbour the caller may not see, or that the filters leave out, must not count, nor may a row the caller
-    may not see lend its neighbours."""
-    return (f"SELECT nb.mid, n.embedding FROM (SELECT m.id AS mid, {_neighbour('p', True, 'p.id')} AS pid, "
+    """(row id, neighbour id, neighbour embedding) of the previous and next chat message of each of `n` chat
+    rows (placeholders `ph`) that passes `where_m`, for each neighbour that has a vector of the model (the
+    placeholder after `where_m`'s) and passes `where_n` (the same `where_clause` on alias `n`). Parameters:
+    the ids, `where_m`'s, the model, `where_n`'s. Search scores a row by its neighbours' cosines too
+    (gieok.retrieval.ranking): a neighbour the caller may not see, or that the filters leave out, must not
+    count, nor may a row the caller may not see lend its neighbours."""
+    return (f"SELECT nb.mid, n.id, n.embedding FROM (SELECT m.id AS mid, {_neighbour('p', True, 'p.id')} AS pid, "
             f"{_neighbour('x', False, 'x.id')} AS xid FROM memory m WHERE m.id IN ({', '.join([ph] * n)}) "
             f"AND {CHAT_ROW.format(a='m')} AND {where_m}) nb JOIN memory n ON n.id IN (nb.pid, nb.xid) "
             f"WHERE n.embedding_model = {ph} AND n.embedding IS NOT NULL AND {where_n}")

@@ -20,7 +20,7 @@ from psycopg import AsyncConnection, sql
 
 from gieok.core.errors import StoreError
 from gieok.core.models import Memory, SearchFilters
-from gieok.store.base import Vector
+from gieok.store.base import NeighbourVectors, Vector
 from gieok.store.context_sql import chunks, neighbour_vectors_sql
 from gieok.store.postgres.codec import SELECT, row_to_memory, tags_sql, ts, vec
 from gieok.store.postgres.connection import HNSW_EF_SEARCH, PostgresBase
@@ -177,16 +177,16 @@ class SearchMixin(PostgresBase):
                                             (list(ids), model), binary=True)).fetchall()
         return {r[0]: vec(r[1]) for r in rows}
 
-    async def neighbour_vectors(self, f: SearchFilters, ids: list[str], model: str) -> dict[str, list[Vector]]:
+    async def neighbour_vectors(self, f: SearchFilters, ids: list[str], model: str) -> NeighbourVectors:
         if not ids:
             return {}
         where_m, params = where_clause(f, "%s", tags_sql, ts, alias="m")
         where_n, _ = where_clause(f, "%s", tags_sql, ts, alias="n")
-        out: dict[str, list[Vector]] = {}
+        out: NeighbourVectors = {}
         async with self._conn() as con:
             for chunk in chunks(ids):
                 q = neighbour_vectors_sql("%s", len(chunk), where_m, where_n)
                 rows = await (await con.execute(q, [*chunk, *params, model, *params], binary=True)).fetchall()
-                for mid, emb in rows:
-                    out.setdefault(mid, []).append(vec(emb))
+                for mid, nid, emb in rows:
+                    out.setdefault(mid, []).append((nid, vec(emb)))
         return out

@@ -15,7 +15,7 @@ import numpy as np
 from gieok.core.dates import iso
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.text import PREFIX, term_prefix
-from gieok.store.base import Vector
+from gieok.store.base import NeighbourVectors, Vector
 from gieok.store.context_sql import chunks, neighbour_vectors_sql
 from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rarest_terms
 from gieok.store.sqlfilters import where_clause
@@ -236,7 +236,7 @@ class SearchMixin(SQLiteBase):
                                    "AND embedding_model = ? AND embedding IS NOT NULL", [*ids, model]).fetchall()
         return {r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}
 
-    async def neighbour_vectors(self, f: SearchFilters, ids: list[str], model: str) -> dict[str, list[Vector]]:
+    async def neighbour_vectors(self, f: SearchFilters, ids: list[str], model: str) -> NeighbourVectors:
         where_m, params = where_clause(f, "?", tags_sql, iso, alias="m")
         where_n, _ = where_clause(f, "?", tags_sql, iso, alias="n")
         # Both rows are fetched by id; the unary + keeps the planner from scanning all the user's rows by the
@@ -244,12 +244,12 @@ class SearchMixin(SQLiteBase):
         where_m = where_m.replace("m.user_id = ?", "+m.user_id = ?", 1)
         where_n = where_n.replace("n.user_id = ?", "+n.user_id = ?", 1)
 
-        def run() -> dict[str, list[Vector]]:
-            out: dict[str, list[Vector]] = {}
+        def run() -> NeighbourVectors:
+            out: NeighbourVectors = {}
             with self._read() as db:
                 for chunk in chunks(ids):
-                    for mid, blob in db.execute(neighbour_vectors_sql("?", len(chunk), where_m, where_n),
-                                                [*chunk, *params, model, *params]):
-                        out.setdefault(mid, []).append(np.frombuffer(blob, dtype=np.float32))
+                    for mid, nid, blob in db.execute(neighbour_vectors_sql("?", len(chunk), where_m, where_n),
+                                                     [*chunk, *params, model, *params]):
+                        out.setdefault(mid, []).append((nid, np.frombuffer(blob, dtype=np.float32)))
             return out
         return await anyio.to_thread.run_sync(run) if ids else {}
