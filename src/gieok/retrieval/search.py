@@ -16,12 +16,20 @@ from gieok.core.models import Hit, Memory, SearchFilters
 from gieok.core.text import prefix_terms, query_terms, verb_form_terms
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
-from gieok.retrieval.bridge import Bridged, bridge_query, embed_words, merge_bridged, written_in_english
+from gieok.retrieval.bridge import (
+    Bridged,
+    bridge_query,
+    embed_words,
+    merge_bridged,
+    query_word_forms,
+    written_in_english,
+)
 from gieok.retrieval.doc_text import embedded_scripts
+from gieok.retrieval.ko_synonyms import merge_synonyms, synonym_terms
 from gieok.retrieval.query_dates import date_match, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, own_relevance, rank
 from gieok.retrieval.same_error import with_same_error
-from gieok.retrieval.scripts import text_script
+from gieok.retrieval.scripts import HANGUL, text_script
 from gieok.store.base import Store, Vector
 
 log = logging.getLogger(__name__)
@@ -106,6 +114,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     extra: list[list[str]] = []
     translated: list[list[str]] = []      # the part of `extra` the dictionary gave
     bridged_hits: list[tuple[Memory, float]] = []
+    synonyms: list[list[str]] = []
+    synonym_hits: list[tuple[Memory, float]] = []
 
     async def bridge() -> None:
         # The Korean words' English neighbours, their own full-text search and the rendering's vector, beside
@@ -116,11 +126,19 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         async with anyio.create_task_group() as tg2:
             if extra:
                 tg2.start_soon(bridged_keywords)
+            tg2.start_soon(synonym_keywords)
             if br.english and embedder is not None:
                 rendered.extend(await _rendered(embedder, br.english, f.user_id))
 
     async def bridged_keywords() -> None:
         bridged_hits.extend(await store.keyword_search(f, extra, recipe.candidates))
+
+    async def synonym_keywords() -> None:
+        # A Korean query word's Korean synonyms (native word / loanword: 축제 / 페스티벌), for Korean memory;
+        # after the bridge, whose query words' vectors they reuse.
+        synonyms.extend(await _synonyms(embedder, f, query, terms))
+        if synonyms:
+            synonym_hits.extend(await store.keyword_search(f, synonyms, recipe.candidates))
 
     # The two candidate lists are independent: fetched side by side (the query embedding and the vector scan
     # overlap the full-text query; all of them run off the event loop).
@@ -142,9 +160,9 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         raise first from group
     if kw_hits is None and qvec is None:
         await keywords()        # no vectors to go by: keywords answer
-    if extra and kw_hits is not None:
+    if (extra or synonyms) and kw_hits is not None:
         literal_bm = {m.id: bm for m, bm in kw_hits}
-        kw_hits = merge_bridged(kw_hits, bridged_hits)
+        kw_hits = merge_synonyms(merge_bridged(kw_hits, bridged_hits), synonym_hits)
     cands: dict[str, Candidate] = {}
     for m, cos in vec_hits:
         cands.setdefault(m.id, Candidate(m, cos=cos))
@@ -273,6 +291,20 @@ async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, qu
         record_provider_error("embedder", exc)
         log.warning("query word embedding failed: %s", exc)
         return Bridged()
+
+
+async def _synonyms(embedder: Embedder | None, f: SearchFilters, query: str,
+                    terms: list[list[str]]) -> list[list[str]]:
+    """Korean synonyms' full-text terms for a Korean query (gieok.retrieval.ko_synonyms); none when the
+    embedder cannot say."""
+    if embedder is None or text_script(query) != HANGUL:
+        return []
+    try:
+        return await synonym_terms(embedder, f.user_id, query_word_forms(query), terms)
+    except ProviderError as exc:
+        record_provider_error("embedder", exc)
+        log.warning("synonym embedding failed: %s", exc)
+        return []
 
 
 async def _rendered(embedder: Embedder, english: str, user_id: str) -> list[Vector]:
