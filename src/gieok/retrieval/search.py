@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -26,10 +26,12 @@ from gieok.retrieval.bridge import (
 )
 from gieok.retrieval.doc_text import embedded_scripts
 from gieok.retrieval.ko_synonyms import merge_synonyms, synonym_terms
+from gieok.retrieval.neighbours import neighbour_cosines
 from gieok.retrieval.query_dates import date_match, query_windows
-from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, own_relevance, rank
+from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, text_script
+from gieok.retrieval.verdict import pair_band, semantic_verdict
 from gieok.store.base import Store, Vector
 
 log = logging.getLogger(__name__)
@@ -185,14 +187,14 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         c.date_match = date_match(c.memory.created_at, windows)
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     if pair_thresholds and best_cos is not None:
-        ths, lo, hi = _pair_band(query, pair_thresholds, fallback_threshold)
+        ths, lo, hi = pair_band(query, pair_thresholds, fallback_threshold)
         # Only a candidate whose cosine lies between its own script's threshold and the highest one can be
         # judged more strictly for the message its vector was computed with (usually none: that takes a
         # candidate in the other script).
         mixed = await embedded_scripts(store, [
             c.memory for c in cands.values()
             if c.cos is not None and ths.get(text_script(c.memory.content), fallback_threshold) <= c.cos < hi])
-        best_cos, fallback_threshold = _semantic_verdict(cands.values(), ths, lo, hi, fallback_threshold, mixed)
+        best_cos, fallback_threshold = semantic_verdict(cands.values(), ths, lo, hi, fallback_threshold, mixed)
     if rendered:
         # After the verdict, which the query's own vector decides (the thresholds were measured on it: with the
         # mean, unrelated questions' best cosines rose more than answerable ones', p95 0.802 → 0.835 on dev).
@@ -248,7 +250,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 c.substring = True
         use_recipe = replace(use_recipe, keep_threshold=0.0, r_cos=0.0, r_bm25=max(recipe.r_bm25, 0.3))
     if qvec is not None and embedder is not None and cands and use_recipe.r_cos > 0 and use_recipe.r_neighbour > 0:
-        await _neighbour_cosines(store, embedder.name, f, cands, qvec, rendered, use_recipe)
+        await neighbour_cosines(store, embedder.name, f, cands, qvec, rendered, use_recipe)
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
@@ -256,34 +258,6 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     if not hits and FALLBACK_NOTE in notes:
         notes[notes.index(FALLBACK_NOTE)] = NOTHING_NOTE
     return SearchOutcome(hits, mode, notes)
-
-
-async def _neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: Mapping[str, Candidate],
-                             qvec: Vector, rendered: list[Vector], recipe: Recipe) -> None:
-    """Each chat candidate's best cosine among the messages just before and after it in its session (ranking's
-    `r_neighbour`), compared as its own cosine is (an English row's: the mean with the bridge's rendering).
-    The store leaves out neighbours `f` does not let the caller see."""
-    ids = sorted(cands, key=lambda k: -own_relevance(cands[k], recipe))[:recipe.neighbour_candidates]
-    near = await store.neighbour_vectors(f, ids, model)
-
-    def cosine(nid: str, v: Vector, english: bool) -> float:
-        # A neighbour that is itself a candidate counts with its own cosine: in a session mixing Korean and
-        # English, an English reply seen from its Korean neighbour would otherwise be compared raw, above its own
-        # bridged cosine, and lift the Korean message over the reply that answers the question.
-        if (n := cands.get(nid)) is not None and n.cos is not None:
-            return n.cos
-        return (float(v @ qvec) + float(v @ rendered[0])) / 2 if english else float(v @ qvec)
-
-    for mid, pairs in near.items():
-        c = cands[mid]
-        english = bool(rendered) and written_in_english(c.memory)
-        c.neighbour_cos = max(cosine(nid, v, english) for nid, v in pairs)
-    for mid, pairs in near.items():
-        for nid, _v in pairs:
-            if nid not in near and (n := cands.get(nid)) is not None:
-                # Being neighbours goes both ways: a candidate whose own were not looked up (its own relevance
-                # was below the best `neighbour_candidates`) has at least this one.
-                n.neighbour_cos = max(n.neighbour_cos or 0.0, cands[mid].cos or 0.0)
 
 
 async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, query: str,
@@ -322,35 +296,3 @@ async def _rendered(embedder: Embedder, english: str, user_id: str) -> list[Vect
         record_provider_error("embedder", exc)
         log.warning("rendered query embedding failed: %s", exc)
         return []
-
-
-def _pair_band(query: str, pair_thresholds: Mapping[tuple[str, str], float],
-               default: float) -> tuple[dict[str, float], float, float]:
-    """The no-match threshold per memory script for this query's script, and their lowest and highest."""
-    q_script = text_script(query)
-    ths = {k[1]: v for k, v in pair_thresholds.items() if k[0] == q_script}
-    return ths, min([default, *ths.values()]), max([default, *ths.values()])
-
-
-def _semantic_verdict(cands: Iterable[Candidate], ths: Mapping[str, float], lo: float, hi: float, default: float,
-                      mixed: Mapping[str, set[str]]) -> tuple[float, float]:
-    """(cosine, threshold) of the candidate closest to clearing the threshold of its own (query script, memory
-    script) pair: the semantic search found something when that cosine reaches that threshold. A row embedded
-    with a message in another script (`mixed`) must clear the higher of its scripts' thresholds. Only
-    candidates whose cosine lies between `lo` and `hi` need their script worked out; the scan stops at the
-    first that clears."""
-    best: tuple[float, float, float] | None = None
-    for c in sorted((c for c in cands if c.cos is not None), key=lambda c: -(c.cos or 0.0)):
-        cos = c.cos or 0.0
-        if cos >= hi:
-            return cos, hi
-        if cos < lo and best is not None:
-            break
-        scripts = mixed.get(c.memory.id) or {text_script(c.memory.content)}
-        th = max(ths.get(sc, default) for sc in scripts)
-        if cos >= th:
-            return cos, th
-        if best is None or cos - th > best[0]:
-            best = (cos - th, cos, th)
-    assert best is not None
-    return best[1], best[2]

@@ -1,0 +1,41 @@
+"""Whether a semantic search found anything: the best cosine against the no-match threshold of its (query script,
+memory script) pair (gieok.retrieval.ranking), a row judged by every script its vector was computed from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from gieok.retrieval.ranking import Candidate
+from gieok.retrieval.scripts import text_script
+
+
+def pair_band(query: str, pair_thresholds: Mapping[tuple[str, str], float],
+              default: float) -> tuple[dict[str, float], float, float]:
+    """The no-match threshold per memory script for this query's script, and their lowest and highest."""
+    q_script = text_script(query)
+    ths = {k[1]: v for k, v in pair_thresholds.items() if k[0] == q_script}
+    return ths, min([default, *ths.values()]), max([default, *ths.values()])
+
+
+def semantic_verdict(cands: Iterable[Candidate], ths: Mapping[str, float], lo: float, hi: float, default: float,
+                     mixed: Mapping[str, set[str]]) -> tuple[float, float]:
+    """(cosine, threshold) of the candidate closest to clearing the threshold of its own (query script, memory
+    script) pair: the semantic search found something when that cosine reaches that threshold. A row embedded
+    with a message in another script (`mixed`) must clear the higher of its scripts' thresholds. Only
+    candidates whose cosine lies between `lo` and `hi` need their script worked out; the scan stops at the
+    first that clears."""
+    best: tuple[float, float, float] | None = None
+    for c in sorted((c for c in cands if c.cos is not None), key=lambda c: -(c.cos or 0.0)):
+        cos = c.cos or 0.0
+        if cos >= hi:
+            return cos, hi
+        if cos < lo and best is not None:
+            break
+        scripts = mixed.get(c.memory.id) or {text_script(c.memory.content)}
+        th = max(ths.get(sc, default) for sc in scripts)
+        if cos >= th:
+            return cos, th
+        if best is None or cos - th > best[0]:
+            best = (cos - th, cos, th)
+    assert best is not None
+    return best[1], best[2]
