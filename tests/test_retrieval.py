@@ -157,14 +157,20 @@ async def test_vectors_of_another_model_are_never_compared(e5svc: MemoryService)
     assert not np.allclose(q, 0)
 
 
+async def _chat(svc: MemoryService, session: str, *turns: str) -> list[str]:
+    """Alice's chat turns of one session, a second apart, processed by the librarian."""
+    assert svc.processor is not None
+    ids = [(await svc.ingest(MessageIn(content=t, user_id="alice", session_id=session,
+                                       created_at=f"2025-05-10T10:00:0{i}Z")))[0] for i, t in enumerate(turns)]
+    await svc.processor.run_once()
+    return ids
+
+
 async def test_a_reply_is_scored_by_the_message_it_answers(e5svc: MemoryService) -> None:
     assert e5svc.embedder is not None and e5svc.processor is not None
     f = e5svc.filters("alice")
-    turns = ["Which cake did you bake for the picnic?", "The lemon one, everyone loved it."]
-    q_id, a_id = [(await e5svc.ingest(MessageIn(content=t, user_id="alice", session_id="s9",
-                                                created_at=f"2025-05-10T10:00:0{i}Z")))[0]
-                  for i, t in enumerate(turns)]
-    await e5svc.processor.run_once()
+    q_id, a_id = await _chat(e5svc, "s9", "Which cake did you bake for the picnic?",
+                             "The lemon one, everyone loved it.")
     # The question's vector made the query's own: its reply's neighbour cosine is then exactly 1.
     qv = await e5svc.embedder.embed_query("picnic cake")
     await e5svc.store.complete_cold([ColdResult(q_id, embedding=qv, embedding_model=e5svc.embedder.name)], NOW)
@@ -182,11 +188,8 @@ async def test_a_reply_is_scored_by_the_message_it_answers(e5svc: MemoryService)
 async def test_being_neighbours_goes_both_ways(e5svc: MemoryService) -> None:
     assert e5svc.processor is not None
     f = e5svc.filters("alice")
-    turns = ["Last weekend I had a picnic with some friends from church.", "We played charades, everyone laughed."]
-    q_id, a_id = [(await e5svc.ingest(MessageIn(content=t, user_id="alice", session_id="s10",
-                                                created_at=f"2025-05-11T10:00:0{i}Z")))[0]
-                  for i, t in enumerate(turns)]
-    await e5svc.processor.run_once()
+    q_id, a_id = await _chat(e5svc, "s10", "Last weekend I had a picnic with some friends from church.",
+                             "We played charades, everyone laughed.")
     # Only the best candidate, the picnic message, has its neighbours looked up: the reply is one of them, so
     # the picnic message is the reply's neighbour too.
     one = replace(RECIPES["hybrid"], neighbour_candidates=1)
