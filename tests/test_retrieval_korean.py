@@ -89,6 +89,30 @@ async def test_an_english_reply_to_a_korean_message_is_judged_as_the_mixed_text_
         assert out.mode == "hybrid" and out.hits[0].memory.content == texts[1], out.notes
 
 
+# What a new user stored (fresh clone, `make run`): a few English notes and Korean ones.
+NEW_USER = ["The staging server is staging.shop.internal, port 8443",
+            "For the price storage feature, cache the computed prices in Redis with a 10-minute TTL and invalidate "
+            "the key when the product is updated.",
+            "Use integer cents for money, never floats.",
+            "점심은 회사 앞 김치찌개 집이 제일 맛있다", "다음 주 금요일에 배포 일정 회의", "어제 할머니께 편지를 쓰고 잤다"]
+
+
+async def test_a_cosine_just_over_the_threshold_with_no_word_in_common_is_no_match(tmp_path: Path) -> None:
+    # "고양이 사료" scored 0.807 against the staging note, over the Hangul→Latin 0.80: chance, not an answer.
+    # The dictionary knows 고양이 and 사료, and no sense of theirs is in this memory, so the bridge adds no
+    # words either (it used to add the small vocabulary's nearest: time, minute, cache).
+    async with e5_service(tmp_path, NEW_USER) as svc:
+        f = svc.filters("alice")
+        for query in ("고양이 사료", "cat food", "바나나 스무디 레시피"):
+            out = await svc.search(f, query, now=NOW)
+            assert out.mode == "fallback" and out.hits == [], (query, [(h.memory.content, h.parts) for h in out.hits])
+            assert out.notes == ["nothing stored matches this, in meaning or in words"]
+        for query, want in (("스테이징 서버 주소가 뭐야?", NEW_USER[0]), ("where do we cache the prices?", NEW_USER[1]),
+                            ("배포 회의 언제야?", NEW_USER[4]), ("할머니께 편지 쓴 게 언제야?", NEW_USER[5])):
+            out = await svc.search(f, query, now=NOW)
+            assert out.mode == "hybrid" and out.hits[0].memory.content == want, (query, out.notes)
+
+
 async def test_korean_questions_about_stored_memory_are_semantic_matches(svc: MemoryService) -> None:
     f = svc.filters("alice")
     for query, want in (("아침에 커피 마셔?", TEXTS[1]), ("팀 회의는 언제 해?", TEXTS[3]),

@@ -271,7 +271,10 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
         if got:
             render[w] = " ".join(terms[index[t]] for t in got[0])
             from_dictionary.extend(t for t in got if t not in from_dictionary and t not in known)
-        else:
+        elif not senses:
+            # A word the dictionary does not know (a loanword, a name): the model's nearest words. One it knows
+            # but none of whose senses this user's memory uses is about something the memory does not hold:
+            # the nearest words of a small vocabulary are then noise ("고양이 사료" → time, cache).
             got = [[stem_word(x)] for x in near[i]]
             if near[i]:
                 render[w] = near[i][0]

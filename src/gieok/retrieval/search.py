@@ -28,7 +28,7 @@ from gieok.retrieval.doc_text import embedded_scripts
 from gieok.retrieval.ko_synonyms import merge_synonyms, synonym_terms
 from gieok.retrieval.neighbours import neighbour_cosines
 from gieok.retrieval.query_dates import date_match, query_windows
-from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, rank
+from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, model_verdict_margin, rank
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, text_script
 from gieok.retrieval.verdict import pair_band, semantic_verdict
@@ -188,13 +188,15 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     if pair_thresholds and best_cos is not None:
         ths, lo, hi = pair_band(query, pair_thresholds, fallback_threshold)
-        # Only a candidate whose cosine lies between its own script's threshold and the highest one can be
-        # judged more strictly for the message its vector was computed with (usually none: that takes a
-        # candidate in the other script).
+        margin = model_verdict_margin(embedder.name) if embedder is not None else 0.0
+        # Only a candidate whose cosine lies between its own script's threshold and the highest one (plus the
+        # margin) can be judged more strictly for the message its vector was computed with (usually none: that
+        # takes a candidate in the other script).
         mixed = await embedded_scripts(store, [
             c.memory for c in cands.values()
-            if c.cos is not None and ths.get(text_script(c.memory.content), fallback_threshold) <= c.cos < hi])
-        best_cos, fallback_threshold = semantic_verdict(cands.values(), ths, lo, hi, fallback_threshold, mixed)
+            if c.cos is not None and ths.get(text_script(c.memory.content), fallback_threshold) <= c.cos < hi + margin])
+        best_cos, fallback_threshold = semantic_verdict(cands.values(), ths, lo, hi, fallback_threshold, mixed,
+                                                        margin)
     if rendered:
         # After the verdict, which the query's own vector decides (the thresholds were measured on it: with the
         # mean, unrelated questions' best cosines rose more than answerable ones', p95 0.802 → 0.835 on dev).

@@ -18,21 +18,23 @@ def pair_band(query: str, pair_thresholds: Mapping[tuple[str, str], float],
 
 
 def semantic_verdict(cands: Iterable[Candidate], ths: Mapping[str, float], lo: float, hi: float, default: float,
-                     mixed: Mapping[str, set[str]]) -> tuple[float, float]:
+                     mixed: Mapping[str, set[str]], margin: float = 0.0) -> tuple[float, float]:
     """(cosine, threshold) of the candidate closest to clearing the threshold of its own (query script, memory
     script) pair: the semantic search found something when that cosine reaches that threshold. A row embedded
-    with a message in another script (`mixed`) must clear the higher of its scripts' thresholds. Only
-    candidates whose cosine lies between `lo` and `hi` need their script worked out; the scan stops at the
-    first that clears."""
+    with a message in another script (`mixed`) must clear the higher of its scripts' thresholds; a row that
+    shares no word with the query (no BM25 evidence) must clear it by `margin` too (ranking's
+    `model_verdict_margin`: just above the threshold a cosine is as likely chance). Only candidates whose
+    cosine lies between `lo` and `hi` + `margin` need their script worked out; the scan stops at the first
+    that clears."""
     best: tuple[float, float, float] | None = None
     for c in sorted((c for c in cands if c.cos is not None), key=lambda c: -(c.cos or 0.0)):
         cos = c.cos or 0.0
-        if cos >= hi:
-            return cos, hi
+        if cos >= hi + margin:
+            return cos, hi + margin
         if cos < lo and best is not None:
             break
         scripts = mixed.get(c.memory.id) or {text_script(c.memory.content)}
-        th = max(ths.get(sc, default) for sc in scripts)
+        th = max(ths.get(sc, default) for sc in scripts) + (0.0 if c.bm25 else margin)
         if cos >= th:
             return cos, th
         if best is None or cos - th > best[0]:
