@@ -188,7 +188,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     if pair_thresholds and best_cos is not None:
         ths, lo, hi = pair_band(query, pair_thresholds, fallback_threshold)
-        margin = model_verdict_margin(embedder.name) if embedder is not None else 0.0
+        # Only where words were looked at (the vector recipe never has BM25 evidence to show).
+        margin = model_verdict_margin(embedder.name) if embedder is not None and recipe.use_keywords else 0.0
         # Only a candidate whose cosine lies between its own script's threshold and the highest one (plus the
         # margin) can be judged more strictly for the message its vector was computed with (usually none: that
         # takes a candidate in the other script).
