@@ -4,6 +4,7 @@ query words with their particles, Latin anchors inside Korean queries."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -94,7 +95,8 @@ NEW_USER = ["The staging server is staging.shop.internal, port 8443",
             "For the price storage feature, cache the computed prices in Redis with a 10-minute TTL and invalidate "
             "the key when the product is updated.",
             "Use integer cents for money, never floats.",
-            "점심은 회사 앞 김치찌개 집이 제일 맛있다", "다음 주 금요일에 배포 일정 회의", "어제 할머니께 편지를 쓰고 잤다"]
+            "점심은 회사 앞 김치찌개 집이 제일 맛있다", "다음 주 금요일에 배포 일정 회의",
+            "어제 할머니께 편지를 쓰고 잤다"]
 
 
 async def test_a_cosine_just_over_the_threshold_with_no_word_in_common_is_no_match(tmp_path: Path) -> None:
@@ -176,3 +178,24 @@ async def test_a_korean_question_finds_the_inflected_word(tmp_path: Path) -> Non
         await plain.ingest(MessageIn(content="오늘은 비가 와서 집에 있었어.", user_id="alice"))
         hits = (await plain.search(plain.filters("alice"), "스튜디오를 언제 열었어?", now=NOW)).hits
         assert [h.memory.content for h in hits] == ["드디어 내 댄스 스튜디오가 문을 열었다!"]
+
+
+async def test_a_date_the_query_names_is_a_match_in_words_and_question_words_alone_list_the_newest(
+        tmp_path: Path) -> None:
+    # A new user's "2023년 3월에 뭐 했어?" said nothing matched, with two March memories stored: its other words
+    # are question words, its cosines chance, and the keyword fallback used to drop the rows of the named month.
+    async with e5_service(tmp_path, NEW_USER) as svc:          # the i-th row on 2025-05-0{i+1}
+        f = svc.filters("alice")
+        for query in ("2025년 5월 3일에 뭐 했어?", "What did I do on 3 May 2025?"):
+            out = await svc.search(f, query, now=NOW)
+            got = {h.memory.content: h for h in out.hits}
+            assert NEW_USER[2] in got, (query, out.mode, out.notes)
+            assert "created on the date the query names" in got[NEW_USER[2]].recall_reason
+            assert all(h.memory.created_at.day in (2, 3, 4) for h in out.hits)
+        for query in ("뭐 했어?", "what did I do?"):
+            out = await svc.search(f, query, now=NOW)
+            assert out.mode == "recent" and out.notes == ["the question names nothing to look for; showing the "
+                                                          "newest memories"]
+            assert [h.memory.content for h in out.hits] == NEW_USER[::-1]
+        window = replace(f, since=datetime(2025, 5, 2, tzinfo=UTC), until=datetime(2025, 5, 4, tzinfo=UTC))
+        assert [h.memory.content for h in (await svc.search(window, "뭐 했어?", now=NOW)).hits] == NEW_USER[2:0:-1]

@@ -92,6 +92,18 @@ def query_terms(query: str) -> list[list[str]]:
     and endings cut: gieok.core.korean).
     Stopwords are dropped unless nothing else is left.
     """
+    terms, fallback = _split_terms(query)
+    seen: set[tuple[str, ...]] = set()
+    unique = []
+    for t in terms or fallback:
+        if tuple(t) not in seen:
+            seen.add(tuple(t))
+            unique.append(t)
+    return unique
+
+
+def _split_terms(query: str) -> tuple[list[list[str]], list[list[str]]]:
+    """(content terms, stopword terms) of a query, in order."""
     terms: list[list[str]] = []
     fallback: list[list[str]] = []
     for w, cjk in _tokens(without_counters(query)):
@@ -100,13 +112,12 @@ def query_terms(query: str) -> list[list[str]]:
             (fallback if _function_word(w) else terms).append(_cjk_grams(stem))
         else:
             (fallback if w in STOPWORDS else terms).append([_stem(w)])
-    seen: set[tuple[str, ...]] = set()
-    unique = []
-    for t in terms or fallback:
-        if tuple(t) not in seen:
-            seen.add(tuple(t))
-            unique.append(t)
-    return unique
+    return terms, fallback
+
+
+def has_content_words(query: str) -> bool:
+    """Whether a query says more than question and function words ("뭐 했어?", "what did I do?" do not)."""
+    return bool(_split_terms(query)[0])
 
 
 def _function_word(w: str) -> bool:

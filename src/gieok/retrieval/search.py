@@ -13,7 +13,7 @@ import anyio
 from gieok.core.errors import ProviderError
 from gieok.core.metrics import EMBED_LATENCY, record_provider_error
 from gieok.core.models import Hit, Memory, SearchFilters
-from gieok.core.text import prefix_terms, query_terms, verb_form_terms
+from gieok.core.text import has_content_words, prefix_terms, query_terms, verb_form_terms
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
 from gieok.retrieval.bridge import (
@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 # numbers are in each result's score parts and in `mode`).
 FALLBACK_NOTE = "no close match; showing keyword matches"
 NOTHING_NOTE = "nothing stored matches this, in meaning or in words"
+FALLBACK_DATES_NOTE = "no close match; showing keyword matches and what was stored on the dates it names"
+NO_WORDS_NOTE = "the question names nothing to look for; showing the newest memories"
 
 
 @dataclass(slots=True)
@@ -72,12 +74,19 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         rows = await store.list_memories(f, limit=limit)
         return SearchOutcome([Hit(m, 1.0, {}, ["matches filters (newest first)"]) for m in rows], "recent")
 
+    windows = query_windows(query, now) if recipe.r_date else []
+    if not windows and not has_content_words(query):
+        # "뭐 했어?", "what did I do?": question words only, nothing to look for but the filters; a cosine to such
+        # a question is chance (0.81 to an unrelated Korean note). The newest rows the filters let through, as
+        # for no query at all.
+        rows = await store.list_memories(f, limit=limit)
+        return SearchOutcome([Hit(m, 1.0, {}, ["matches filters (newest first)"]) for m in rows], "recent",
+                             [NO_WORDS_NOTE])
     terms = query_terms(query)
     tokens = {t for term in terms for t in term} | {w for w in query.lower().split()}
     # One-syllable verb stems ("썼어" → 쓰) match as prefixes: ranking evidence, not a literal match to show.
     prefixes = prefix_terms(query)
     notes: list[str] = []
-    windows = query_windows(query, now) if recipe.r_date else []
     qvec: Vector | None = None
     vec_hits: list[tuple[Memory, float]] = []
     kw_hits: list[tuple[Memory, float]] | None = None
@@ -244,7 +253,9 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 shown = {m.id: bm for m, bm in merge_synonyms(lit, synonym_hits)}
             for k, c in cands.items():
                 c.bm25 = shown.get(k)
-        cands = {k: c for k, c in cands.items() if c.bm25}
+        # A row created inside a window the query names matches what the query says in so many words, as a
+        # keyword match does: "2023년 3월에 뭐 했어?" shows March 2023 (its other words meet nothing).
+        cands = {k: c for k, c in cands.items() if c.bm25 or c.date_match}
         for m in await store.substring_search(f, query, recipe.candidates):
             c = cands.get(m.id)
             if c is None:
@@ -258,8 +269,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
     hits = await with_same_error(store, f, query, hits, limit=limit)
-    if not hits and FALLBACK_NOTE in notes:
-        notes[notes.index(FALLBACK_NOTE)] = NOTHING_NOTE
+    if FALLBACK_NOTE in notes and (not hits or any(h.parts.get("date") and not h.parts.get("bm25") for h in hits)):
+        notes[notes.index(FALLBACK_NOTE)] = FALLBACK_DATES_NOTE if hits else NOTHING_NOTE
     return SearchOutcome(hits, mode, notes)
 
 
