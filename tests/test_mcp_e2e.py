@@ -99,6 +99,14 @@ async def exercise(client: Client) -> None:
     assert bad.is_error and "date_range" in bad.content[0].text
     bad_role = await client.call_tool("search_memory", {"query": "x", "role": "robot"})
     assert bad_role.is_error and "role" in bad_role.content[0].text
+    # Arguments the tool's schema refuses are named field by field, never as pydantic's dump.
+    wrong = await client.call_tool("manage_knowledge", {"action": "delete", "content": "x"})
+    assert wrong.is_error and wrong.content[0].text == (
+        "manage_knowledge: action: 'delete' is not one of 'add', 'update', 'remove', 'pin' or 'unpin'; use one of "
+        "them"), wrong.content[0].text
+    zero = await client.call_tool("search_memory", {"query": "x", "limit": 0})
+    assert zero.is_error and "search_memory: limit: 0 is out of range; it must be at least 1" in zero.content[0].text
+    assert not any(w in t.content[0].text for t in (wrong, zero) for w in ("pydantic", "validation error", "type="))
     gone = data(await client.call_tool("forget", {"id": added["id"], "hard": True}))
     assert gone["forgotten"] == "hard"
     after = data(await client.call_tool("search_memory", {"query": "회의"}))

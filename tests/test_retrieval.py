@@ -253,4 +253,4 @@ async def test_a_store_failure_surfaces_as_itself(plain: MemoryService, monkeypa
         raise StoreError("database is locked")
     monkeypatch.setattr(plain.store, "keyword_search", broken)
     with pytest.raises(StoreError, match="database is locked"):
-        await plain.search(plain.filters("alice"), "anything", now=NOW)
+        await plain.search(plain.filters("alice"), "deploy schedule", now=NOW)
