@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TypeVar
 
 import anyio
 
@@ -35,6 +36,7 @@ from gieok.retrieval.verdict import pair_band, semantic_verdict
 from gieok.store.base import Store, Vector
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 # What a search says when the semantic search found nothing close: for the person or agent reading it (the
@@ -71,17 +73,14 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     query = (query or "").strip()
     if not query:
         # No query: the newest matching rows (an agent browsing by date, tag or project).
-        rows = await store.list_memories(f, limit=limit)
-        return SearchOutcome([Hit(m, 1.0, {}, ["matches filters (newest first)"]) for m in rows], "recent")
+        return await _newest(store, f, limit, [])
 
     windows = query_windows(query, now) if recipe.r_date else []
     if not windows and not has_content_words(query):
         # "뭐 했어?", "what did I do?": question words only, nothing to look for but the filters; a cosine to such
         # a question is chance (0.81 to an unrelated Korean note). The newest rows the filters let through, as
         # for no query at all.
-        rows = await store.list_memories(f, limit=limit)
-        return SearchOutcome([Hit(m, 1.0, {}, ["matches filters (newest first)"]) for m in rows], "recent",
-                             [NO_WORDS_NOTE])
+        return await _newest(store, f, limit, [NO_WORDS_NOTE])
     terms = query_terms(query)
     tokens = {t for term in terms for t in term} | {w for w in query.lower().split()}
     # One-syllable verb stems ("썼어" → 쓰) match as prefixes: ranking evidence, not a literal match to show.
@@ -274,17 +273,23 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     return SearchOutcome(hits, mode, notes)
 
 
+async def _or_nothing(what: str, call: Awaitable[T], nothing: T) -> T:
+    """`call`'s answer, or `nothing` when the embedder fails: the bridge, the synonyms and the rendering widen a
+    search, and a provider outage narrows it back to the query's own words instead of failing it."""
+    try:
+        return await call
+    except ProviderError as exc:
+        record_provider_error("embedder", exc)
+        log.warning("%s embedding failed: %s", what, exc)
+        return nothing
+
+
 async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, query: str,
                    terms: list[list[str]]) -> Bridged:
     """English terms for a Korean query (gieok.retrieval.bridge); none when the embedder cannot say."""
     if embedder is None:
         return Bridged()
-    try:
-        return await bridge_query(store, embedder, f.user_id, query, terms)
-    except ProviderError as exc:
-        record_provider_error("embedder", exc)
-        log.warning("query word embedding failed: %s", exc)
-        return Bridged()
+    return await _or_nothing("query word", bridge_query(store, embedder, f.user_id, query, terms), Bridged())
 
 
 async def _synonyms(embedder: Embedder | None, f: SearchFilters, query: str,
@@ -293,20 +298,17 @@ async def _synonyms(embedder: Embedder | None, f: SearchFilters, query: str,
     embedder cannot say."""
     if embedder is None or text_script(query) != HANGUL:
         return []
-    try:
-        return await synonym_terms(embedder, f.user_id, query_word_forms(query), terms)
-    except ProviderError as exc:
-        record_provider_error("embedder", exc)
-        log.warning("synonym embedding failed: %s", exc)
-        return []
+    return await _or_nothing("synonym", synonym_terms(embedder, f.user_id, query_word_forms(query), terms), [])
 
 
 async def _rendered(embedder: Embedder, english: str, user_id: str) -> list[Vector]:
     """The query vector of the bridge's English rendering (remembered with the user's query words: a repeated
     question costs no model call); none when the embedder fails (the Korean query's own vector still searches)."""
-    try:
-        return [(await embed_words(embedder, [english], user_id=user_id))[0]]
-    except ProviderError as exc:
-        record_provider_error("embedder", exc)
-        log.warning("rendered query embedding failed: %s", exc)
-        return []
+    vecs = await _or_nothing("rendered query", embed_words(embedder, [english], user_id=user_id), None)
+    return [] if vecs is None else [vecs[0]]
+
+
+async def _newest(store: Store, f: SearchFilters, limit: int, notes: list[str]) -> SearchOutcome:
+    """The newest rows the filters let through: what a search with nothing to look for answers."""
+    rows = await store.list_memories(f, limit=limit)
+    return SearchOutcome([Hit(m, 1.0, {}, ["matches filters (newest first)"]) for m in rows], "recent", notes)
