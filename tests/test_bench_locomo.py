@@ -68,6 +68,32 @@ def test_conversation_loading(tmp_path: Path) -> None:
     assert conv.skipped == 2  # no valid evidence left: skipped, not scored as zero
 
 
+def test_questions_read_from_another_field(tmp_path: Path) -> None:
+    p = tmp_path / "ko.json"
+    qa = [dict(q, question=f"(ko) {q['question']}", question_en=q["question"]) for q in CONV["qa"]]
+    p.write_text(json.dumps(dict(CONV, qa=qa)))
+    assert load_conversation(p).questions[0].question == "(ko) What is the name of Mina's kitten?"
+    assert load_conversation(p, question_key="question_en").questions[0].question == \
+        "What is the name of Mina's kitten?"
+    with pytest.raises(ValueError, match="no 'question_xx' field"):
+        load_conversation(p, question_key="question_xx")
+
+
+def test_compare_questions_field_is_checked_before_ingesting(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gieok.cli import app
+
+    p = tmp_path / "1.json"
+    p.write_text(json.dumps(CONV))
+    runner = CliRunner()
+    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--compare-questions", "question_en"])
+    assert res.exit_code == 2 and "only with --compare" in res.output
+    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--compare", str(p),
+                              "--compare-questions", "question_en"])
+    assert res.exit_code == 2 and "question_en" in res.output
+
+
 def test_recall_and_hit_arithmetic() -> None:
     sc = Score((1, 2, 3))
     # Two evidence turns, one found at rank 1 and the other at rank 3.

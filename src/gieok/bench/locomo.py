@@ -81,7 +81,9 @@ class Conversation:
     now: datetime
 
 
-def load_conversation(path: Path) -> Conversation:
+def load_conversation(path: Path, *, question_key: str = "question") -> Conversation:
+    """`question_key`: the field each question is read from (`question_en` asks a translated conversation's
+    original English questions)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     conv = data.get("conversation", data)  # the authors' combined file nests it; our split files do not
     sessions = sorted(int(m.group(1)) for k in conv if (m := _SESSION.match(k)))
@@ -107,7 +109,9 @@ def load_conversation(path: Path) -> Conversation:
         if not ev:
             skipped += 1
             continue
-        questions.append(Question(str(qa["question"]), int(qa["category"]), ev))
+        if question_key not in qa:
+            raise ValueError(f"{path}: a question has no {question_key!r} field (it has {', '.join(sorted(qa))})")
+        questions.append(Question(str(qa[question_key]), int(qa["category"]), ev))
     return Conversation(path.stem, turns, questions, skipped, last + timedelta(days=1))
 
 

@@ -2,8 +2,9 @@
 
 Variant A is `--data`, variant B the file of the same name in `--compare` (e.g. `locomo-dev/30.json` against
 `locomo-ko-dev/ko/30.json` for Korean memory vs English memory, or against `locomo-ko-dev/xq/30.json` for Korean
-questions over English memory). Both are scored with the same metric (`gieok.bench.locomo`), and every figure
-is printed for A, for B and as B/A, so a language gap is one command.
+questions over English memory; with `b_questions="question_en"`, against `ko/30.json`'s original English
+questions: an agent asking in English over Korean memory). Both are scored with the same metric
+(`gieok.bench.locomo`), and every figure is printed for A, for B and as B/A, so a language gap is one command.
 
 When the two variants hold the same turns (only the questions differ, as in the cross-lingual set), the
 conversation is ingested once and both question sets are asked against that one memory: the memory is then
@@ -48,8 +49,10 @@ def _same_turns(x: Conversation, y: Conversation) -> bool:
 
 
 async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: str = "hybrid",
+                      b_questions: str = "question",
                       echo: Callable[[str], Any] | None = None) -> dict[str, Any]:
-    """Score both variants; `{"a": score, "b": score, "ratio": b/a per figure, "pairs": [...]}`."""
+    """Score both variants; `{"a": score, "b": score, "ratio": b/a per figure, "pairs": [...]}`. `b_questions`:
+    the field B's questions are read from (`question_en`: English questions over the Korean memory)."""
     t0 = time.perf_counter()
     ks = tuple(sorted(set(ks)))
     sa, sb = Score(ks), Score(ks)
@@ -57,7 +60,7 @@ async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), re
     pairs = pair_files(a, b)
     with tempfile.TemporaryDirectory(prefix="gieok-locomo-cmp-") as tmp:
         for pa, pb in pairs:
-            ca, cb = load_conversation(pa), load_conversation(pb)
+            ca, cb = load_conversation(pa), load_conversation(pb, question_key=b_questions)
             skipped_a += ca.skipped
             skipped_b += cb.skipped
             t1 = time.perf_counter()
@@ -75,7 +78,8 @@ async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), re
     wall = time.perf_counter() - t0
     ra = score_dict(sa, questions_skipped=skipped_a, wall_s=wall, recipe=recipe)
     rb = score_dict(sb, questions_skipped=skipped_b, wall_s=wall, recipe=recipe)
-    return {"a": ra, "b": rb, "ratio": ratios(ra, rb), "a_path": str(a), "b_path": str(b),
+    b_path = str(b) if b_questions == "question" else f"{b} ({b_questions})"
+    return {"a": ra, "b": rb, "ratio": ratios(ra, rb), "a_path": str(a), "b_path": b_path,
             "pairs": [[str(x), str(y)] for x, y in pairs]}
 
 

@@ -33,9 +33,13 @@ def bench_locomo(
     compare: Annotated[Path | None, typer.Option(
         help="A second variant of the same conversations (folder, or one file), paired by file name: both are "
              "scored and B/A printed, e.g. --data locomo-dev --compare locomo-ko-dev/xq.")] = None,
+    compare_questions: Annotated[str, typer.Option(
+        help="The field B's questions are read from: question_en asks a translated conversation's English "
+             "originals, e.g. --data locomo-dev/30.json --compare locomo-ko-dev/ko/30.json "
+             "--compare-questions question_en (English questions over Korean memory).")] = "question",
 ) -> None:
     """Evidence recall of ingest → librarian → search on LoCoMo (metric of ../shared/eval/README.md)."""
-    from gieok.bench.locomo import format_report, run_locomo
+    from gieok.bench.locomo import format_report, load_conversation, run_locomo
     from gieok.bench.locomo_compare import format_compare, pair_files, run_compare
     from gieok.core.settings import load_settings
     from gieok.retrieval.ranking import get_recipe
@@ -45,12 +49,16 @@ def bench_locomo(
     ks = _parse_ks(k)
     if not data.exists():
         raise typer.BadParameter(f"{data} does not exist", param_hint="--data")
+    if compare is None and compare_questions != "question":
+        raise typer.BadParameter("only with --compare (B's questions are read from it)",
+                                 param_hint="--compare-questions")
     if compare is not None:
         try:
-            pair_files(data, compare)  # a mismatch fails before minutes of ingesting
+            for _a, pb in pair_files(data, compare):  # a mismatch fails before minutes of ingesting
+                load_conversation(pb, question_key=compare_questions)
         except (FileNotFoundError, ValueError) as exc:
             raise typer.BadParameter(str(exc), param_hint="--compare") from None
-        cmp = asyncio.run(run_compare(data, compare, ks=ks, recipe=recipe,
+        cmp = asyncio.run(run_compare(data, compare, ks=ks, recipe=recipe, b_questions=compare_questions,
                                       echo=None if as_json else lambda s: typer.echo(s, err=True)))
         if as_json:
             typer.echo(json.dumps(cmp, ensure_ascii=False))

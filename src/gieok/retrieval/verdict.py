@@ -3,7 +3,7 @@ memory script) pair (gieok.retrieval.ranking), a row judged by every script its 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from gieok.retrieval.ranking import Candidate
 from gieok.retrieval.scripts import text_script
@@ -18,12 +18,14 @@ def pair_band(query: str, pair_thresholds: Mapping[tuple[str, str], float],
 
 
 def semantic_verdict(cands: Iterable[Candidate], ths: Mapping[str, float], lo: float, hi: float, default: float,
-                     mixed: Mapping[str, set[str]], margin: float = 0.0) -> tuple[float, float]:
+                     mixed: Mapping[str, set[str]], margin: float = 0.0,
+                     no_evidence: Collection[str] = ()) -> tuple[float, float]:
     """(cosine, threshold) of the candidate closest to clearing the threshold of its own (query script, memory
     script) pair: the semantic search found something when that cosine reaches that threshold. A row embedded
     with a message in another script (`mixed`) must clear the higher of its scripts' thresholds; a row that
     shares no word with the query (no BM25 evidence) must clear it by `margin` too (ranking's
-    `model_verdict_margin`: just above the threshold a cosine is as likely chance). Only candidates whose
+    `model_verdict_margin`: just above the threshold a cosine is as likely chance), and so must a row whose only
+    shared words the search's own best rows suggested (`no_evidence`, ids). Only candidates whose
     cosine lies between `lo` and `hi` + `margin` need their script worked out; the scan stops at the first
     that clears."""
     best: tuple[float, float, float] | None = None
@@ -34,7 +36,8 @@ def semantic_verdict(cands: Iterable[Candidate], ths: Mapping[str, float], lo: f
         if cos < lo and best is not None:
             break
         scripts = mixed.get(c.memory.id) or {text_script(c.memory.content)}
-        th = max(ths.get(sc, default) for sc in scripts) + (0.0 if c.bm25 else margin)
+        shares = bool(c.bm25) and c.memory.id not in no_evidence
+        th = max(ths.get(sc, default) for sc in scripts) + (0.0 if shares else margin)
         if cos >= th:
             return cos, th
         if best is None or cos - th > best[0]:

