@@ -30,6 +30,16 @@ def test_english_words_map_to_the_korean_nouns_the_memory_writes() -> None:
     assert en_ko.korean_terms("job", ["직책을 맡았다", "일자리", "직업"]) == [["직책"], ["일자", "자리"]]
 
 
+def test_a_word_without_a_translation_is_matched_by_sound() -> None:
+    pool = ["네트워킹 행사에 가기로 했어", "타투는 몇 년 전에 했어", "민수가 보낸 메일을 읽었다"]
+    assert en_ko.korean_terms("networking events", pool) == [["네트", "트워", "워킹"], ["행사"]]
+    assert en_ko.korean_terms("When did she get the tattoo?", pool) == [["타투"]]
+    assert en_ko.korean_terms("What did Minsu send?", pool) == [["민수"]]
+    # Not a word the dictionary translates (the pool's rows write none of job's translations here), and not a
+    # short word, which meets too many Korean words by sound (Jon: 존 and 좋은 alike).
+    assert en_ko.korean_terms("Jon job", ["존은 좋은 사람이야", "잡채를 먹었다"]) == []
+
+
 def test_nothing_without_korean_rows_or_english_words() -> None:
     assert en_ko.korean_terms("When did Jon lose his job?", []) == []
     assert en_ko.korean_terms("When did Jon lose his job?", ["We talked about the weather"]) == []
