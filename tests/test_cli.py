@@ -77,6 +77,8 @@ def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:
     assert r.returncode == 2 and "role" in r.stderr
     r = run("search", "x", "--when", "whenever", home=tmp_path)
     assert r.returncode == 2 and "date_range" in r.stderr
+    r = run("search", "x", "--limit", "0", home=tmp_path)
+    assert r.returncode == 2 and "limit: 0 is out of range: give a whole number from 1 to 200" in r.stderr
     r = run("import", "ndjson", str(tmp_path / "missing.ndjson"), home=tmp_path)
     assert r.returncode == 2 and "does not exist" in r.stderr
 

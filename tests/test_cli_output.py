@@ -4,7 +4,10 @@ with a header line and notes in words, imports of the wrong kind refused with th
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+
+import pytest
 
 from tests.test_cli_browse import ingest, run
 
@@ -66,3 +69,23 @@ def test_import_of_the_wrong_kind_says_what_fits_and_fails(tmp_path: Path) -> No
 def test_export_help_does_not_promise_a_backup() -> None:
     out = " ".join(run("export", "--help", home=Path("/nonexistent")).stdout.split())
     assert "round-trips" not in out and "Not a backup" in out and "gieok copy --to sqlite:///backup.db" in out
+
+
+def test_times_are_shown_in_the_readers_zone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime
+
+    from gieok.cli.render import when
+
+    stored = datetime(2026, 12, 1, 23, 30, tzinfo=UTC)
+    monkeypatch.setenv("TZ", "Asia/Seoul")
+    time.tzset()
+    try:
+        assert when(stored) == "2026-12-02 08:30"      # KST is UTC+9: the next morning
+        ingest(tmp_path, "서울에서 쓴 메모", "--at", "2026-12-01T23:30:00Z")
+        assert "2026-12-02 08:30" in run("search", "메모", home=tmp_path).stdout
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+        assert when(stored) == "2026-12-01 23:30"       # a server with no zone set shows UTC
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()

@@ -21,7 +21,9 @@ err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 
 
 def when(dt: datetime | None) -> str:
-    return dt.strftime("%Y-%m-%d %H:%M") if dt else "-"
+    """A stored time (UTC) as the person reading it keeps time: in the machine's local zone (TZ), which is UTC
+    where none is set, as on a server. `--json` keeps UTC."""
+    return dt.astimezone().strftime("%Y-%m-%d %H:%M") if dt else "-"
 
 
 def one_line(text: str, limit: int = 200) -> str:

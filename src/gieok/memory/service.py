@@ -191,7 +191,8 @@ class MemoryService:
     async def search(self, f: SearchFilters, query: str | None, *, limit: int = 10, recipe: str | Recipe | None = None,
                      now: datetime | None = None, count_view: bool = True) -> SearchOutcome:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
-            raise InvalidInput("limit", f"{limit!r} is not a whole number in 1..200")
+            raise InvalidInput("limit", f"{limit!r} is out of range: give a whole number from 1 to 200 "
+                                        "(10 when left out)")
         query = check_query(query)
         rec = recipe if isinstance(recipe, Recipe) else get_recipe(recipe or self.settings.search_recipe)
         now = now or utcnow()
