@@ -38,6 +38,25 @@ async def test_context_priority_and_budget(svc: MemoryService) -> None:
     assert "turn 0 " in big.text and not big.truncated
 
 
+async def test_many_pinned_memories_leave_room_for_the_session(svc: MemoryService) -> None:
+    # Every explicit memory is pinned: 120 of them must not crowd out this session's turns.
+    for i in range(120):
+        await svc.remember(MessageIn(content=f"사실 {i}: 배포 규칙 메모 " + "y" * 120, user_id="alice",
+                                     created_at=NOW - timedelta(days=30, minutes=i)))
+    deploy = await svc.remember(MessageIn(content="결제 서비스는 금요일에 배포하지 않는다", user_id="alice",
+                                          created_at=NOW - timedelta(days=60)))
+    await svc.ingest(MessageIn(content="지금 세션에서 마이그레이션을 고치는 중", user_id="alice",
+                               agent_platform="claude-code", created_at=NOW - timedelta(minutes=5)))
+    ident = Identity(user_id="alice", agent_platform="claude-code")
+    block = await load_context(svc, ident, token_budget=2000, now=NOW, query="결제 서비스 배포")
+    pinned = block.sections["pinned"]
+    assert 0 < len(pinned) < 121 and block.truncated
+    assert pinned[0]["id"] == deploy.id          # the oldest pinned, but the one the query is about
+    assert f"and {121 - len(pinned)} more pinned" in block.text
+    assert "지금 세션에서 마이그레이션을 고치는 중" in block.text
+    assert block.tokens <= 2000
+
+
 async def test_collaborators_on_the_same_project(svc: MemoryService) -> None:
     await svc.ingest(MessageIn(content="codex refactored the parser", user_id="alice", agent_platform="codex",
                                project="gieok", created_at=NOW - timedelta(hours=2)))

@@ -24,6 +24,10 @@ from gieok.memory.code_refs import stale_reason
 from gieok.memory.service import MemoryService
 
 MAX_ITEM_CHARS = 1200  # one long paste must not eat the whole budget
+# Pinned memories take at most this share of the budget: every explicit `remember` is pinned, so a user who
+# saved a few hundred facts would otherwise fill the block with them and leave no room for this session's
+# recent turns or for what the query is about. Those relevant to the query go first, then the newest.
+PINNED_SHARE = 0.4
 
 
 @dataclass(slots=True)
@@ -91,17 +95,25 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
             block.sections.setdefault(section, []).append(item)
         return True
 
-    async def add_memories(section: str, title: str, rows: list[Memory], hits: list[Hit] | None = None) -> None:
+    async def add_memories(section: str, title: str, rows: list[Memory], hits: list[Hit] | None = None,
+                           cap: int | None = None) -> None:
+        """`cap`: tokens this section may use; past it, one line says how many more there are."""
         rows = [m for m in rows if m.id not in seen]
         if not rows:
             return
+        start = used
         if not add(section, f"\n## {title}"):
             return
         # Memories about code say when their files changed since (gieok.librarian.staleness).
         anchors = await svc.store.anchors_for([m.id for m in rows])
         fixes = {h.memory.id: h.fixed_by for h in hits or [] if h.fixed_by}
-        for m in rows:
+        for i, m in enumerate(rows):
             stale = stale_reason(anchors.get(m.id, []))
+            line = _line(m, stale, fixes.get(m.id))
+            if cap is not None and used - start + estimate_tokens(line + "\n", cpt) > cap:
+                add(section, f"- … and {len(rows) - i} more {section} (search_memory finds them)")
+                block.truncated = True
+                return
             item: dict[str, Any] = {"id": m.id, "content": m.content, "role": m.role,
                                     "created_at": m.created_at.isoformat() if m.created_at else None}
             if m.user_id != ident.user_id:  # shared with the caller: say whose it is
@@ -110,7 +122,7 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
                 item.update(possibly_stale=True, stale_reason=stale)
             if m.id in fixes:
                 item["fixed_by"] = fixes[m.id]
-            if not add(section, _line(m, stale, fixes.get(m.id)), item):
+            if not add(section, line, item):
                 return
             seen.add(m.id)
 
@@ -124,16 +136,20 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
             if not add("profile", f"- {fact.get('key', 'note')}: {fact.get('value', '')}", fact):
                 break
 
-    # 2. pinned memories
-    pinned = await svc.store.list_memories(SearchFilters(user_id=ident.user_id, pinned_only=True), limit=50)
-    await add_memories("pinned", "Pinned (always remember)", pinned)
-
-    # An error in the query seen before: those turns and their answers come before everything recent
-    # (gieok.retrieval.same_error), and the query's other matches follow in section 4.
     hits: list[Hit] = []
     if query and query.strip():
         hits = (await svc.search(SearchFilters(user_id=ident.user_id, viewer=viewer), query, limit=10, now=now,
                                  count_view=False)).hits
+
+    # 2. pinned memories: those the query is about first, then the newest, within their share of the budget
+    pinned = await svc.store.list_memories(SearchFilters(user_id=ident.user_id, pinned_only=True), limit=200)
+    rank = {h.memory.id: i for i, h in enumerate(hits)}
+    pinned.sort(key=lambda m: rank.get(m.id, len(rank)))     # stable: the newest first otherwise
+    await add_memories("pinned", "Pinned (always remember)", pinned, cap=int(budget * PINNED_SHARE))
+
+    # An error in the query seen before: those turns and their answers come before everything recent
+    # (gieok.retrieval.same_error), and the query's other matches follow in section 4.
+    if hits:
         same = [h for h in hits if "same_error" in h.parts]
         await add_memories("same_error", "Seen this error before", [h.memory for h in same], same)
 
