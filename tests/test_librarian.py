@@ -161,6 +161,26 @@ async def test_wakes_as_soon_as_five_rows_are_pending(tmp_path: Path) -> None:
         await wait_until(all_tagged, timeout=5)
 
 
+async def test_wakes_for_rows_another_process_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `gieok ingest` beside a running server writes to the SQLite file itself: nothing sets the server's
+    # in-process event, so the librarian asks the store how many rows are pending (here every 0.2 s).
+    monkeypatch.setattr("gieok.librarian.worker.IDLE_POLL_S", 0.2)
+    s = make_settings(tmp_path, librarian_interval_s=60, librarian_wake_pending=3)
+    async with open_service(s, run_librarian=True) as server:
+        lib = server.processor
+        await asyncio.wait_for(lib.asleep.wait(), timeout=10)
+        async with open_service(s.model_copy(update={"librarian": False})) as cli:   # the other process
+            cli.processor = None     # as `gieok ingest` leaves its rows to the server's librarian
+            two = await ingest_many(cli, 2)
+            await asyncio.sleep(1.0)                     # five polls: two rows stay below the threshold
+            assert [t for t, _ in await statuses(server, two)] == ["pending"] * 2 and lib.asleep.is_set()
+            ids = two + await ingest_many(cli, 1, "third")
+
+            async def all_tagged() -> bool:
+                return [t for t, _ in await statuses(server, ids)] == ["ok"] * 3
+            await wait_until(all_tagged, timeout=5)          # long before the 60 s interval
+
+
 class NotifyingStore(SQLiteStore):
     """SQLite with a store-side wake-up, as Postgres LISTEN/NOTIFY provides: the librarian must use it."""
 

@@ -59,6 +59,8 @@ VOCABULARY_EVERY_S = 86_400.0
 JOB_LEASE_S = 900.0
 # With a store-side wake-up (Postgres LISTEN) the in-process event is checked between slices this long.
 WAKE_POLL_S = 1.0
+# How often a store that cannot signal new rows (SQLite) is asked whether enough are pending.
+IDLE_POLL_S = 5.0
 
 
 def make_tagger(settings: Settings, aliases: dict[str, str]) -> Tagger:
@@ -327,8 +329,8 @@ class Librarian:
         return n >= self.s.librarian_wake_pending
 
     async def _sleep(self, timeout: float) -> None:
-        """Until `timeout` passes, `stop()` or an ingest in this process sets `wake`, or (when the store can
-        tell, e.g. Postgres LISTEN/NOTIFY) enough rows are pending from any process."""
+        """Until `timeout` passes, `stop()` or an ingest in this process sets `wake`, or enough rows are pending
+        from any process (Postgres LISTEN/NOTIFY says so; SQLite is asked every `IDLE_POLL_S`)."""
         self.asleep.set()
         try:
             await self._wait_for_work(timeout)
@@ -339,8 +341,21 @@ class Librarian:
     async def _wait_for_work(self, timeout: float) -> None:
         store = self.store
         if not store.wakes_on_pending:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), timeout=timeout)
+            # Another process (`gieok ingest`, an import, a hook writing to the file itself) cannot set `wake`,
+            # and its rows waited out the whole interval (a minute by default) however many there were. A count
+            # of claimable rows every few seconds wakes for them as a Postgres notification does, at the same
+            # threshold as this process's own ingests: a partial index holds only pending rows, so the count
+            # costs next to nothing.
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while not self.wake.is_set() and not self._stopping:
+                left = deadline - loop.time()
+                if left <= 0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), timeout=min(left, IDLE_POLL_S))
+                if not self.wake.is_set() and await self._pending_enough():
+                    break
         else:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
