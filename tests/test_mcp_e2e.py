@@ -201,3 +201,34 @@ def test_inspector_cli_http(http_server: str, tmp_path: Path) -> None:
                         "manage_knowledge", "--tool-arg", "action=add", "--tool-arg", "content=http inspector note"],
                        env)
     assert added.returncode == 0, added.stderr
+
+
+def test_a_stdio_client_that_goes_away_ends_the_server_quietly(tmp_path: Path) -> None:
+    """A client that closes its end before reading the answer (an editor quit mid-search) is the end of the
+    session: exit code 0 and one line, not the SDK's task-group traceback of a broken pipe."""
+    env = server_env(f"sqlite:///{tmp_path / 'm.db'}", tmp_path)
+    p = subprocess.Popen([GIEOK, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    assert p.stdin is not None and p.stdout is not None and p.stderr is not None
+    try:
+        def send(msg: dict[str, Any]) -> None:
+            assert p.stdin is not None
+            p.stdin.write((json.dumps(msg) + "\n").encode())
+            p.stdin.flush()
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert b'"id":1' in p.stdout.readline()
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "search_memory", "arguments": {"query": "deploy"}}})
+        p.stdout.close()                 # gone before the answer is written
+        time.sleep(0.5)
+        p.stdin.close()
+        rc = p.wait(timeout=30)
+        err = p.stderr.read().decode()
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert rc == 0, err
+    assert "the MCP client closed its connection" in err
+    assert "Traceback" not in err and "BrokenPipeError" not in err

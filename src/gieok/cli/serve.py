@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
+import anyio
 import typer
 
 from gieok.cli.app import DbOpt, UserOpt, app, settings_for
@@ -33,7 +34,14 @@ def serve(
         raise typer.Exit(2)
     if transport == "stdio":
         # stdio is one local client, the user who started it: single-user, no key (GIEOK_AUTH is for HTTP).
-        build_server(s.model_copy(update={"auth": "none"}), run_librarian=not no_librarian and s.librarian).run("stdio")
+        server = build_server(s.model_copy(update={"auth": "none"}), run_librarian=not no_librarian and s.librarian)
+        try:
+            server.run("stdio")
+        except BaseExceptionGroup as group:
+            _, other = group.split(_CLIENT_GONE)
+            if other is not None:
+                raise
+            _client_went_away()
         return
     # Before anything says "serving": a taken port would otherwise end in uvicorn's bare Errno 98.
     from gieok.app.ports import port_holder
@@ -50,6 +58,23 @@ def serve(
     _banner(s.host, s.port, redacted_url(s.resolved_database_url),
             ",".join(sorted(s.auth_modes)) or "none (loopback only)", ui=s.ui, as_json=s.log_format == "json")
     run_http(app_, s)
+
+
+# What writing to or reading from a stdio client raises once it has gone (closed its end, or was killed).
+_CLIENT_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                anyio.EndOfStream)
+
+
+def _client_went_away() -> None:
+    """A stdio client that closed its end mid-answer is the end of the session, not a crash: one line on
+    stderr instead of the SDK's task-group traceback, and stdout pointed at /dev/null so the interpreter's
+    last flush at exit does not raise again (Python's documented way out of a broken pipe)."""
+    import logging
+    import os
+    import sys
+    logging.getLogger("gieok.serve").info("the MCP client closed its connection; stopping")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _banner(host: str, port: int, database: str, auth: str, *, ui: bool = False, as_json: bool = False) -> None:
