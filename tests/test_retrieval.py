@@ -62,9 +62,17 @@ async def test_recipes_differ(e5svc: MemoryService) -> None:
 
 
 async def test_korean_query_finds_korean_and_english_memory(e5svc: MemoryService) -> None:
-    out = await e5svc.search(e5svc.filters("alice"), "아침에 마시는 커피", recipe="vector", limit=2, now=NOW)
-    got = {h.memory.content for h in out.hits}
-    assert got == {TEXTS[0], TEXTS[1]}  # the Korean memory and, cross-lingually, the English one
+    f = e5svc.filters("alice")
+    out = await e5svc.search(f, "아침에 마시는 커피", now=NOW)
+    # The Korean memory and, cross-lingually, the English one; nothing else clears the keep threshold.
+    assert [h.memory.content for h in out.hits] == [TEXTS[1], TEXTS[0]]
+    # By the vectors alone the English translation still beats every other English row, but not the unrelated
+    # Korean one (cosine 0.830 against 0.828 here: two texts in the same script sit high); the default recipe's
+    # dictionary bridge (커피 → coffee) is what tells them apart.
+    vec = [h.memory.content for h in (await e5svc.search(f, "아침에 마시는 커피", recipe="vector", limit=5,
+                                                         now=NOW)).hits]
+    rank = {t: vec.index(t) if t in vec else len(vec) for t in TEXTS}    # below the keep threshold: last
+    assert vec[0] == TEXTS[1] and rank[TEXTS[0]] < min(rank[TEXTS[2]], rank[TEXTS[4]])
 
 
 async def test_english_query_finds_korean_memory(e5svc: MemoryService) -> None:
@@ -87,7 +95,9 @@ async def test_weak_best_cosine_falls_back_to_keywords(e5svc: MemoryService) -> 
     out = await e5svc.search(f, "coffee zebrafish", now=NOW)
     assert out.mode == "fallback"
     assert out.notes == ["no close match; showing keyword matches"]   # words for people, numbers in parts
-    assert [h.memory.content for h in out.hits] == [TEXTS[0]]
+    # The English row by its own word, the Korean one by the word's translation its text writes (커피:
+    # gieok.retrieval.en_ko), which a fallback shows as the query's own; nothing else.
+    assert {h.memory.content for h in out.hits} == {TEXTS[0], TEXTS[1]}
     assert all(h.parts["cosine"] == 0 or "keyword match" in h.recall_reason for h in out.hits)
     # A real question about stored memory does not fall back at the default.
     e5svc.settings.search_fallback_threshold = None

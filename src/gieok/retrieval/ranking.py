@@ -40,7 +40,8 @@ class Recipe:
     w_usage: float = 0.10
     # Kept on although the dev benchmark gains without it (R@5 +0.008, R@10 +0.003): without the penalty the
     # vector recipe ranked a same-language but unrelated Korean row above the English translation of the
-    # query (test_korean_query_finds_korean_and_english_memory). Penalising only near-duplicates (cos > 0.9)
+    # query (test_korean_query_finds_korean_and_english_memory; with it the two now sit within 0.001, and the
+    # default recipe's dictionary bridge tells them apart). Penalising only near-duplicates (cos > 0.9)
     # lost 0.09 R@10: neighbouring turns share their embedded context.
     w_duplication: float = 0.15
     # relevance = cos·w + bm25/(bm25+k)·w + jaccard·w + title·w
