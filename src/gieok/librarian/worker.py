@@ -34,6 +34,7 @@ from gieok.core.models import Memory
 from gieok.core.settings import Settings
 from gieok.librarian.code_index import index_rows
 from gieok.librarian.consolidate import consolidate, summarize_session
+from gieok.librarian.glosses import index_glosses
 from gieok.librarian.maintenance import run_maintenance
 from gieok.librarian.profile import make_extractor, promote_facts
 from gieok.librarian.staleness import check_anchors
@@ -178,9 +179,11 @@ class Librarian:
         for m in promotable:
             results[m.id].profile = "pending" if m.id in owed else "ok"
         done = [r for mid, r in results.items() if mid not in errors]
-        # Each chat message's full-text document gains its neighbours' words (gieok.store.context_sql); the
-        # previous message gains this one's. Offline and provider-independent, so done for every row, and
-        # before the rows are marked done: if it fails, the leases run out and the batch comes back.
+        # A Korean row's full-text document gains its words' English glosses (gieok.librarian.glosses), and
+        # each chat message's its neighbours' words (gieok.store.context_sql); the previous message gains this
+        # one's. Offline and provider-independent, so done for every row, and before the rows are marked done:
+        # if it fails, the leases run out and the batch comes back.
+        await index_glosses(self.store, rows)
         await self.store.refresh_context([m.id for m in rows if m.source == "chat" and m.session_id])
         # Anchors and error fingerprints (gieok.librarian.code_index): offline too, and only on first processing
         # or after an edit (both leave tags pending), so a re-embed keeps the anchors' last check.
@@ -217,6 +220,7 @@ class Librarian:
         for m in rows:
             results[m.id].profile = "pending" if m.id in owed else "ok"
         await index_rows(self.store, [m for m in rows if m.tag_status != "ok"])
+        await index_glosses(self.store, rows)
         await self.store.complete_cold(list(results.values()), self.clock())
         # Their English words join the vocabulary as in the cold path (a row done here is never claimed again,
         # so without this a Korean question could not reach a remembered fact through the bridge).

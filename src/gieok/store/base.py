@@ -209,6 +209,13 @@ class MemoryRows(Protocol):
         or `deleted_at` changes."""
         ...
 
+    async def set_search_text(self, rows: list[tuple[str, str, str]]) -> int:
+        """Rewrite the indexed text of rows given as (id, the content_hash it was made from, text), where the
+        content is still that (an edit in between wins) and the text differs, with the neighbour context of
+        the rows around them; returns how many changed. The librarian adds to a row's own words with it
+        (gieok.librarian.glosses); `updated_at` stays: the memory itself did not change."""
+        ...
+
     async def list_memories(self, f: SearchFilters, *, limit: int = 100, newest_first: bool = True,
                             after_id: str | None = None) -> list[Memory]: ...
 

@@ -114,6 +114,20 @@ class MemoryRowsMixin(PostgresBase):
         async with self._conn() as con, con.transaction():
             return await refresh_context_rows(con, ids)
 
+    async def set_search_text(self, rows: list[tuple[str, str, str]]) -> int:
+        if not rows:
+            return 0
+        done: list[str] = []
+        async with self._conn() as con, con.transaction():
+            for mid, content_hash, text in rows:
+                cur = await con.execute("UPDATE memory SET search_text = %s WHERE id = %s AND content_hash = %s "
+                                        "AND search_text <> %s", (text, mid, content_hash, text))
+                if cur.rowcount == 1:
+                    done.append(mid)
+            if done:
+                await refresh_context_rows(con, done)
+        return len(done)
+
     async def embedded_after(self, ids: list[str]) -> dict[str, Memory]:
         if not ids:
             return {}

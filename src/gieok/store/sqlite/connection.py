@@ -12,6 +12,7 @@ from __future__ import annotations
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,12 +75,7 @@ class SQLiteBase:
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            db.execute("PRAGMA foreign_keys = ON")
-            # Keep the WAL from growing without bound when readers are always active (MEASURED.md).
-            db.execute("PRAGMA journal_size_limit = 67108864")
+            self._settings(db)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite database {self.path}: {exc}. Check GIEOK_DATABASE_URL "
                              "and that the directory is writable.") from exc
@@ -90,6 +86,25 @@ class SQLiteBase:
             db.close()
             self._db = None
             raise
+
+    def _settings(self, db: sqlite3.Connection) -> None:
+        """WAL mode and the connection's pragmas. Some of these take a lock SQLite answers "database is locked"
+        to at once, without calling the busy handler (switching a new file to WAL while another process does;
+        seen once with four agents' hooks opening one file under load): tried again until the busy timeout."""
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        while True:
+            try:
+                if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+                db.execute("PRAGMA foreign_keys = ON")
+                # Keep the WAL from growing without bound when readers are always active (MEASURED.md).
+                db.execute("PRAGMA journal_size_limit = 67108864")
+                return
+            except sqlite3.OperationalError as exc:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     async def close(self) -> None:
         with self._lock:

@@ -156,6 +156,17 @@ class MemoryRowsMixin(SQLiteBase):
         with self._write() as db:
             return _refresh_context(db, ids)
 
+    async def set_search_text(self, rows: list[tuple[str, str, str]]) -> int:
+        if not rows:
+            return 0
+        with self._write() as db:
+            done = [mid for mid, content_hash, text in rows
+                    if db.execute("UPDATE memory SET search_text = ? WHERE id = ? AND content_hash = ? AND "
+                                  "search_text <> ?", (text, mid, content_hash, text)).rowcount == 1]
+            if done:
+                _refresh_context(db, done)
+        return len(done)
+
     async def embedded_after(self, ids: list[str]) -> dict[str, Memory]:
         def run() -> dict[str, Memory]:
             pairs: dict[str, str] = {}

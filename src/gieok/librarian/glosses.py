@@ -1,0 +1,82 @@
+"""English glosses of a Korean row's words in its full-text document, written by the librarian.
+
+An agent often searches in English about what its Korean user said ("When did Jon lose his job?" over
+"존: 어제 은행원 일자리를 잃어서…"). The row shares no word with the query, so only the vectors carry it, and a
+weak best cosine sends the search to a keyword fallback. The Basic Korean Dictionary (gieok.retrieval.ko_lexicon,
+the bridge's) gives each headword a few English glosses, its first the most common, so this direction needs no
+choosing by the memory as English → Korean does (gieok.retrieval.en_ko): each Korean word of the row, looked up
+as written and under its lemmas (잃어서 → 잃다), adds its first gloss's words to the row's indexed text
+(일자리 → job, 은행원 → bank teller). The row's own text is unchanged; only what the
+full-text index holds grows, and an English query meets the row by those words as by its own.
+
+Measured on dev (ko 30 memory asked its English questions; recall@5 / @10, on top of gieok.retrieval.en_ko):
+0.515 / 0.664 → 0.520 / 0.683; 40 → 22 of 105 questions fell back to keywords. Two glosses per word 0.534 /
+0.693 but more unrelated questions through the no-match verdict (questions about other conversations over this
+memory: 7% passed before, 15% with one gloss, 18% with two; English questions over English memory: 13%); every
+gloss 0.539 / 0.683. Korean questions over the same memory: recall@10 unchanged (0.817), recall@5 0.734 →
+0.720 (longer documents).
+
+Cold path only: the dictionary is read once per process (~0.4 s, off the event loop), each row costs a few
+dictionary lookups, and the hot path's indexed text (gieok.memory.ingest) stays as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import anyio
+from anyascii import anyascii
+
+from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem
+from gieok.core.models import Memory
+from gieok.core.text import STOPWORDS, index_text
+from gieok.retrieval import ko_lexicon
+from gieok.retrieval.scripts import HANGUL, text_script
+from gieok.store.base import MemoryRows
+
+__all__ = ["gloss_words", "index_glosses"]
+
+_HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
+_SENSE_WORD = re.compile("[a-z]+")
+# Words of a gloss that say nothing about it ("be allowed", "do something").
+_FILLER = frozenset({"be", "do", "one", "someone", "something"}) | STOPWORDS
+# A gloss longer than this is a definition, not a translation.
+_MAX_GLOSS_WORDS = 2
+
+
+def gloss_words(text: str) -> list[str]:
+    """The English words of the glosses of a text's Korean words, in order (function words and endings have
+    none): the first gloss of each word, as the dictionary orders them (잃다: "be bereft of; be deprived of;
+    lose; miss" gives "bereft")."""
+    out: list[str] = []
+    for w in _HANGUL_RUN.findall(text):
+        stem = query_stem(w)
+        if w in KO_STOPWORDS or stem in KO_STOPWORDS or is_suffix(w):
+            continue
+        # A gloss that only spells the word in Latin letters ("geuraeseo" for 그래서) translates nothing.
+        spelled = {anyascii(w).lower(), anyascii(stem).lower()}
+        senses = [s for s in ko_lexicon.senses(w) or ko_lexicon.senses(stem)
+                  if s.lower().replace(" ", "") not in spelled]
+        if senses:
+            words = [x for x in _SENSE_WORD.findall(senses[0].lower()) if x not in _FILLER]
+            if 0 < len(words) <= _MAX_GLOSS_WORDS:
+                out.extend(words)
+    return out
+
+
+async def index_glosses(store: MemoryRows, rows: Sequence[Memory]) -> int:
+    """Add the glosses of the Korean rows among `rows` to their indexed text; returns how many changed. A row
+    edited since it was read keeps its new text (the store checks the content hash)."""
+    korean = [m for m in rows if text_script(m.content) == HANGUL]
+    if not korean:
+        return 0
+    if not ko_lexicon.loaded():
+        await anyio.to_thread.run_sync(ko_lexicon.senses_table)
+    texts: list[tuple[str, str, str]] = []
+    for m in korean:
+        words = gloss_words(m.content)
+        if words:
+            own = index_text(f"{m.title}\n{m.content}" if m.title else m.content)   # as ingest prepares it
+            texts.append((m.id, m.content_hash, f"{own} {index_text(' '.join(words))}"))
+    return await store.set_search_text(texts)
