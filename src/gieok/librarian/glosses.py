@@ -35,7 +35,7 @@ from gieok.retrieval import ko_lexicon
 from gieok.retrieval.scripts import HANGUL, text_script
 from gieok.store.base import MemoryRows
 
-__all__ = ["gloss_words", "index_glosses"]
+__all__ = ["catch_up_glosses", "gloss_words", "index_glosses"]
 
 _HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
 _SENSE_WORD = re.compile("[a-z]+")
@@ -80,3 +80,18 @@ async def index_glosses(store: MemoryRows, rows: Sequence[Memory]) -> int:
             own = index_text(f"{m.title}\n{m.content}" if m.title else m.content)   # as ingest prepares it
             texts.append((m.id, m.content_hash, f"{own} {index_text(' '.join(words))}"))
     return await store.set_search_text(texts)
+
+
+async def catch_up_glosses(store: MemoryRows, *, page: int = 500) -> int:
+    """Every stored Korean row's glosses, for rows the librarian processed before it wrote them (a store
+    upgraded from before, or an edit that reindexed a row's words alone); returns how many rows changed. The
+    store writes only texts that differ, so a run after the first changes nothing."""
+    changed = 0
+    batch: list[Memory] = []
+    async for m in store.iter_memories(None, batch=page):
+        batch.append(m)
+        if len(batch) >= page:
+            changed += await index_glosses(store, batch)
+            batch.clear()
+            await anyio.sleep(0)      # requests are served between pages
+    return changed + (await index_glosses(store, batch) if batch else 0)

@@ -34,7 +34,7 @@ from gieok.core.models import Memory
 from gieok.core.settings import Settings
 from gieok.librarian.code_index import index_rows
 from gieok.librarian.consolidate import consolidate, summarize_session
-from gieok.librarian.glosses import index_glosses
+from gieok.librarian.glosses import catch_up_glosses, index_glosses
 from gieok.librarian.maintenance import run_maintenance
 from gieok.librarian.profile import make_extractor, promote_facts
 from gieok.librarian.staleness import check_anchors
@@ -410,7 +410,8 @@ class Librarian:
         return await summarize_session(self.store, self.s, user_id, session_id, processor=self)
 
     async def _vocabulary_job(self, now: datetime) -> dict[str, Any]:
-        return await catch_up(self.store, self.embedder)
+        # The other derived words the cold path writes: Korean rows' English glosses (gieok.librarian.glosses).
+        return {**await catch_up(self.store, self.embedder), "glossed": await catch_up_glosses(self.store)}
 
     def _maintain(self, now: datetime) -> Awaitable[dict[str, Any]]:
         return run_maintenance(self.store, self.s, embedder=self.embedder, processor=self, now=now)
