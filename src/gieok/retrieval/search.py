@@ -275,7 +275,10 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 cands[m.id] = Candidate(m, substring=True, bm25=1.0)
             else:
                 c.substring = True
-        use_recipe = replace(use_recipe, keep_threshold=0.0, r_cos=0.0, r_bm25=max(recipe.r_bm25, 0.3))
+        # No keep threshold at all: the duplication penalty can take a score below zero, and a literal match
+        # must not be dropped for resembling another ("coffee" over an English row and its Korean twin, whose
+        # English glosses also match: the English row fell out).
+        use_recipe = replace(use_recipe, keep_threshold=float("-inf"), r_cos=0.0, r_bm25=max(recipe.r_bm25, 0.3))
     if qvec is not None and embedder is not None and cands and use_recipe.r_cos > 0 and use_recipe.r_neighbour > 0:
         await neighbour_cosines(store, embedder.name, f, cands, qvec, rendered, use_recipe)
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
