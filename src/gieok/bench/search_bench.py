@@ -37,8 +37,8 @@ from gieok.store.sqlite import SQLiteStore
 _MODEL = "bench/clustered-384"
 _SYLLABLES = "ka ri mo te su na lo pe vi da ne ko ru shi ta mi zo be ga lu".split()
 _HANGUL = "회의 커피 배포 검토 일정 보고 데이터 서버 모델 사용자 프로젝트 문서 계획 결정 테스트".split()
-# Every fifth row is Korean: nouns of this many dictionary senses (few enough that a query's translations
-# turn up among the vector search's best rows, as a user's own words do).
+# Every fifth row is Korean, written with this many of the dictionary's nouns (few enough that a query's
+# translations turn up among the vector search's best rows, as a user's own words do).
 KOREAN_EVERY = 5
 KOREAN_NOUNS = 200
 
