@@ -28,7 +28,7 @@ from datetime import datetime
 from gieok.core.dates import utcnow
 from gieok.core.errors import ProviderError
 from gieok.core.models import Memory
-from gieok.core.text import index_text
+from gieok.core.text import row_index_text
 from gieok.librarian.code_index import index_rows
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.doc_text import embed_text  # the one definition of what a vector is computed from
@@ -119,7 +119,7 @@ async def _copy_rows(source: Store, target: Store, rows: list[Memory], embedder:
     for m in new:
         # Nothing holds a lease in the target yet.
         m.lease_until = None
-    batch = [(m, index_text(f"{m.title}\n{m.content}" if m.title else m.content)) for m in new]
+    batch = [(m, row_index_text(m.title, m.content)) for m in new]
     report.copied += await target.insert_many(batch, vectors)
     # Neighbour context is derived from the rows themselves: rebuilt in the target, not copied.
     await target.refresh_context([m.id for m in new if m.source == "chat" and m.session_id])

@@ -85,6 +85,12 @@ def index_text(text: str) -> str:
     return " ".join(index_tokens(text))
 
 
+def row_index_text(title: str, content: str) -> str:
+    """What a backend's full-text index stores for a row: its title (the author of a message, a note's
+    heading) and its content, prepared."""
+    return index_text(f"{title}\n{content}" if title else content)
+
+
 def query_terms(query: str) -> list[list[str]]:
     """A query as a list of terms; each term is a phrase (list of adjacent tokens).
 
@@ -109,7 +115,7 @@ def _split_terms(query: str) -> tuple[list[list[str]], list[list[str]]]:
     for w, cjk in _tokens(without_counters(query)):
         if cjk:
             stem = query_stem(w) if _is_hangul(w) else w
-            (fallback if _function_word(w) else terms).append(_cjk_grams(stem))
+            (fallback if function_word(w) else terms).append(_cjk_grams(stem))
         else:
             (fallback if w in STOPWORDS else terms).append([_stem(w)])
     return terms, fallback
@@ -120,7 +126,8 @@ def has_content_words(query: str) -> bool:
     return bool(_split_terms(query)[0])
 
 
-def _function_word(w: str) -> bool:
+def function_word(w: str) -> bool:
+    """A Korean particle, ending or function word standing alone (대해, 것에, 뭐였): no word to look for."""
     return w in KO_STOPWORDS or query_stem(w) in KO_STOPWORDS or is_suffix(w)
 
 
@@ -135,7 +142,7 @@ def prefix_terms(query: str) -> list[list[str]]:
     for w, cjk in _tokens(without_counters(query)):
         # Not a particle standing alone after a Latin word ("Caroline은": 은 is no past adnominal of 으) nor a
         # function word ("뭐였어" → 뭐*).
-        if cjk and _is_hangul(w) and not _function_word(w):
+        if cjk and _is_hangul(w) and not function_word(w):
             out.extend([s + PREFIX] for s in prefix_stems(w) if [s + PREFIX] not in out)
     return out
 

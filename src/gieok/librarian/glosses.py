@@ -28,21 +28,17 @@ from collections.abc import Sequence
 import anyio
 from anyascii import anyascii
 
-from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem
+from gieok.core.korean import query_stem
 from gieok.core.models import Memory
-from gieok.core.text import STOPWORDS, index_text
+from gieok.core.text import function_word, index_text, row_index_text
 from gieok.retrieval import ko_lexicon
+from gieok.retrieval.bridge import sense_words
 from gieok.retrieval.scripts import HANGUL, text_script
 from gieok.store.base import MemoryRows
 
 __all__ = ["catch_up_glosses", "gloss_words", "index_glosses"]
 
 _HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
-_SENSE_WORD = re.compile("[a-z]+")
-# Words of a gloss that say nothing about it ("be allowed", "do something").
-_FILLER = frozenset({"be", "do", "one", "someone", "something"}) | STOPWORDS
-# A gloss longer than this is a definition, not a translation.
-_MAX_GLOSS_WORDS = 2
 
 
 def gloss_words(text: str) -> list[str]:
@@ -51,17 +47,15 @@ def gloss_words(text: str) -> list[str]:
     lose; miss" gives "bereft")."""
     out: list[str] = []
     for w in _HANGUL_RUN.findall(text):
-        stem = query_stem(w)
-        if w in KO_STOPWORDS or stem in KO_STOPWORDS or is_suffix(w):
+        if function_word(w):
             continue
+        stem = query_stem(w)
         # A gloss that only spells the word in Latin letters ("geuraeseo" for 그래서) translates nothing.
         spelled = {anyascii(w).lower(), anyascii(stem).lower()}
         senses = [s for s in ko_lexicon.senses(w) or ko_lexicon.senses(stem)
                   if s.lower().replace(" ", "") not in spelled]
         if senses:
-            words = [x for x in _SENSE_WORD.findall(senses[0].lower()) if x not in _FILLER]
-            if 0 < len(words) <= _MAX_GLOSS_WORDS:
-                out.extend(words)
+            out.extend(sense_words(senses[0]))
     return out
 
 
@@ -71,13 +65,12 @@ async def index_glosses(store: MemoryRows, rows: Sequence[Memory]) -> int:
     korean = [m for m in rows if text_script(m.content) == HANGUL]
     if not korean:
         return 0
-    if not ko_lexicon.loaded():
-        await anyio.to_thread.run_sync(ko_lexicon.senses_table)
+    await ko_lexicon.ready()
     texts: list[tuple[str, str, str]] = []
     for m in korean:
         words = gloss_words(m.content)
         if words:
-            own = index_text(f"{m.title}\n{m.content}" if m.title else m.content)   # as ingest prepares it
+            own = row_index_text(m.title, m.content)   # as ingest prepares it
             texts.append((m.id, m.content_hash, f"{own} {index_text(' '.join(words))}"))
     return await store.set_search_text(texts)
 

@@ -344,33 +344,27 @@ class Librarian:
 
     async def _wait_for_work(self, timeout: float) -> None:
         store = self.store
-        if not store.wakes_on_pending:
-            # Another process (`gieok ingest`, an import, a hook writing to the file itself) cannot set `wake`,
-            # and its rows waited out the whole interval (a minute by default) however many there were. A count
-            # of claimable rows every few seconds wakes for them as a Postgres notification does, at the same
-            # threshold as this process's own ingests: a partial index holds only pending rows, so the count
-            # costs next to nothing.
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            while not self.wake.is_set() and not self._stopping:
-                left = deadline - loop.time()
-                if left <= 0:
-                    break
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.wake.is_set() and not self._stopping:
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            if store.wakes_on_pending:
+                # Short slices instead of racing two tasks: cancelling a LISTEN mid-wait could leave its
+                # connection half-read, and one second is an acceptable delay for the in-process signal.
+                ask = await store.wait_for_pending(min(left, WAKE_POLL_S))
+            else:
+                # Another process (`gieok ingest`, an import, a hook writing to the file itself) cannot set
+                # `wake`, and its rows waited out the whole interval (a minute by default) however many there
+                # were. A count of claimable rows every few seconds wakes for them as a Postgres notification
+                # does: a partial index holds only pending rows, so the count costs next to nothing.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.wake.wait(), timeout=min(left, IDLE_POLL_S))
-                if not self.wake.is_set() and await self._pending_enough():
-                    break
-        else:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            # Short slices instead of racing two tasks: cancelling a LISTEN mid-wait could leave its
-            # connection half-read, and one second is an acceptable delay for the in-process signal.
-            while not self.wake.is_set() and not self._stopping:
-                left = deadline - loop.time()
-                if left <= 0:
-                    break
-                if await store.wait_for_pending(min(left, WAKE_POLL_S)) and await self._pending_enough():
-                    break
+                ask = not self.wake.is_set()
+            # At the same threshold as this process's own ingests.
+            if ask and await self._pending_enough():
+                break
 
     async def run_forever(self) -> None:
         """Wake every interval, or as soon as enough rows are pending; stop cleanly on `stop()`."""

@@ -12,7 +12,7 @@ from gieok.core.columns import COLUMN_NAMES, TIME_COLUMNS
 from gieok.core.dates import parse_time
 from gieok.core.errors import InvalidInput
 from gieok.core.models import Memory
-from gieok.core.text import index_text
+from gieok.core.text import row_index_text
 from gieok.store.base import MemoryRows
 
 # ndjson carries every column (`Memory.to_dict`); CSV, for spreadsheets, the ones a person reads, in reading order.
@@ -89,7 +89,7 @@ async def import_ndjson(store: MemoryRows, lines: Iterable[str], *, batch: int =
         m.embed_status = "pending" if m.embed_status == "ok" else m.embed_status
         m.embedding_model = ""
         m.lease_until = None
-        buf.append((m, index_text(f"{m.title}\n{m.content}" if m.title else m.content)))
+        buf.append((m, row_index_text(m.title, m.content)))
         if len(buf) >= batch:
             inserted += await _flush(store, buf, existing)
     inserted += await _flush(store, buf, existing)

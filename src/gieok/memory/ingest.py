@@ -20,7 +20,7 @@ from gieok.core.limits import MAX_ID_CHARS, MAX_TITLE_CHARS, check_label, check_
 from gieok.core.models import KINDS, PRIVACY, ROLES, SOURCES, Identity, Memory
 from gieok.core.redact import redact
 from gieok.core.redact_json import redact_json
-from gieok.core.text import index_text
+from gieok.core.text import row_index_text
 
 # Tool output excerpts a capture keeps for error fingerprints (gieok.capture.transcript): bounded here too,
 # whoever sends them.
@@ -178,7 +178,7 @@ def prepare(msg: MessageIn, *, max_bytes: int, redact_secrets: bool = True,
         updated_at=now,
         meta=meta,
     )
-    return memory, index_text(f"{memory.title}\n{content}" if memory.title else content)
+    return memory, row_index_text(memory.title, content)
 
 
 def check_team(privacy: str, team: str | None) -> str:

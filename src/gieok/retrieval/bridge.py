@@ -27,12 +27,11 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import anyio
 import numpy as np
 
-from gieok.core.korean import KO_STOPWORDS, is_suffix, query_stem, without_counters
+from gieok.core.korean import query_stem, without_counters
 from gieok.core.models import Memory
-from gieok.core.text import STOPWORDS, stem_word
+from gieok.core.text import STOPWORDS, function_word, stem_word
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import ko_lexicon
 from gieok.retrieval.scripts import HANGUL, text_script
@@ -63,7 +62,7 @@ def query_word_forms(query: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for w in _HANGUL_RUN.findall(without_counters(query)):
         stem = query_stem(w)
-        if w in KO_STOPWORDS or stem in KO_STOPWORDS or is_suffix(w) or any(stem == s for _w, s in out):
+        if function_word(w) or any(stem == s for _w, s in out):
             continue
         out.append((w, stem))
     return out[:MAX_QUERY_WORDS]
@@ -190,6 +189,13 @@ _SENSE_FILLER = frozenset({"be", "someone", "something", "one"}) | STOPWORDS
 _SENSE_MAX_WORDS = 2
 
 
+def sense_words(sense: str) -> list[str]:
+    """The English words that carry a dictionary sense ("be bereft of" → bereft), none when it is a definition
+    rather than a translation (more than two such words)."""
+    words = [w for w in _SENSE_WORD.findall(sense.lower()) if w not in _SENSE_FILLER]
+    return words if len(words) <= _SENSE_MAX_WORDS else []
+
+
 class _StemIndex:
     """Full-text token → row of a user's vocabulary, kept per vocabulary list (the store appends to the same
     list as the vocabulary grows, so only new words are indexed)."""
@@ -222,8 +228,8 @@ def dictionary_terms(word_vec: np.ndarray, senses: Iterable[str], index: dict[st
     two-word sense is a phrase)."""
     scored: list[tuple[float, list[str]]] = []
     for sense in senses:
-        words = [w for w in _SENSE_WORD.findall(sense.lower()) if w not in _SENSE_FILLER]
-        if not words or len(words) > _SENSE_MAX_WORDS:
+        words = sense_words(sense)
+        if not words:
             continue
         toks = [stem_word(w) for w in words]
         rows = [index.get(t) for t in toks]
@@ -255,8 +261,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     if vocab is None:
         return Bridged()
     terms, matrix = vocab
-    if not ko_lexicon.loaded():
-        await anyio.to_thread.run_sync(ko_lexicon.senses_table)   # once per process, off the event loop
+    await ko_lexicon.ready()     # once per process, off the event loop
     vecs: Vector = await embed_words(emb, [stem for _w, stem in forms], user_id=user_id)
     near = nearest_words(vecs, terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE)
     index = _STEMS.get(terms)

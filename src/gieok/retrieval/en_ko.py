@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import difflib
 import re
-import threading
 from collections.abc import Iterable, Sequence
 
 from anyascii import anyascii
 
 from gieok.core.korean import query_stem
-from gieok.core.text import STOPWORDS, query_terms, stem_word
+from gieok.core.once import Once
+from gieok.core.text import query_terms, stem_word
 from gieok.retrieval import ko_synonyms
+from gieok.retrieval.bridge import doc_words
 
-__all__ = ["by_stem", "english_words", "korean_terms", "loaded"]
+__all__ = ["by_stem", "english_words", "korean_terms", "ready"]
 
 # English content words looked up per query (as the bridge caps Korean ones).
 MAX_QUERY_WORDS = 6
@@ -42,9 +43,6 @@ TOP_PER_WORD = 2
 # The semantic search's best Korean rows read for the words they use.
 POOL = 50
 
-_WORD = re.compile(r"[a-z]{3,24}")
-_lock = threading.Lock()
-_by_stem: dict[str, tuple[str, ...]] | None = None
 
 
 def _build() -> dict[str, tuple[str, ...]]:
@@ -56,14 +54,17 @@ def _build() -> dict[str, tuple[str, ...]]:
     return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 
+_BY_STEM = Once(_build)
+
+
 def by_stem() -> dict[str, tuple[str, ...]]:
     """English word stem (camping, camps → camp) → the Korean noun headwords with that sense."""
-    global _by_stem
-    if _by_stem is None:
-        with _lock:
-            if _by_stem is None:
-                _by_stem = _build()
-    return _by_stem
+    return _BY_STEM.get()
+
+
+async def ready() -> None:
+    """Build the index off the event loop, the first time a search needs it."""
+    await _BY_STEM.ready()
 
 
 # A word the dictionary cannot translate is matched by sound (anyascii's romanisation of the pool's Hangul words
@@ -112,14 +113,10 @@ def _sounds_like(w: str, pool: Sequence[str]) -> str | None:
     return best
 
 
-def loaded() -> bool:
-    return _by_stem is not None
-
-
 def english_words(query: str) -> list[str]:
-    """The English content words of a query, lower-case, in order, without repeats."""
-    words = [w for w in _WORD.findall(query.lower()) if w not in STOPWORDS]
-    return list(dict.fromkeys(words))[:MAX_QUERY_WORDS]
+    """The English content words of a query, lower-case, in order, without repeats (as the vocabulary keeps a
+    memory's words)."""
+    return doc_words(query)[:MAX_QUERY_WORDS]
 
 
 def korean_terms(query: str, pool: Sequence[str], *, have: Iterable[list[str]] = (),

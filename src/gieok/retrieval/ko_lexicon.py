@@ -23,9 +23,11 @@ import threading
 from functools import lru_cache
 from importlib import resources
 
+import anyio
+
 from gieok.core.korean_stems import lemmas
 
-__all__ = ["lemmas", "loaded", "senses", "senses_table"]
+__all__ = ["lemmas", "loaded", "ready", "senses", "senses_table"]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,11 @@ def senses_table() -> dict[str, str]:
 
 def loaded() -> bool:
     return _senses is not None
+
+
+async def ready() -> dict[str, str]:
+    """The table, read off the event loop the first time (a search must not stall every other request)."""
+    return _senses if _senses is not None else await anyio.to_thread.run_sync(senses_table)
 
 
 @lru_cache(maxsize=8192)

@@ -14,13 +14,12 @@ Korean query, off the event loop.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 
-import anyio
 import numpy as np
 
 from gieok.core.models import Memory
+from gieok.core.once import Once
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval import ko_lexicon
@@ -41,9 +40,6 @@ MAX_SHARING = 40
 # Candidates embedded per query word (those sharing the most senses first): bounds the model's work the first
 # time a word is seen (16: p95 320 ms a query; 4: 68 ms, the same recall on dev).
 MAX_CANDIDATES = 4
-
-_lock = threading.Lock()
-_inverted: dict[str, tuple[str, ...]] | None = None
 
 
 def _term_word(key: str, table: dict[str, str]) -> bool:
@@ -70,18 +66,16 @@ def _build() -> dict[str, tuple[str, ...]]:
     return {s: tuple(ws) for s, ws in out.items() if len(ws) <= MAX_SHARING}
 
 
+_INVERTED = Once(_build)
+
+
 def inverted() -> dict[str, tuple[str, ...]]:
     """English sense → the Korean headwords (as a memory writes them) that have it."""
-    global _inverted
-    if _inverted is None:
-        with _lock:
-            if _inverted is None:
-                _inverted = _build()
-    return _inverted
+    return _INVERTED.get()
 
 
 def loaded() -> bool:
-    return _inverted is not None
+    return _INVERTED.loaded
 
 
 def candidates(written: str, stem: str) -> list[str]:
@@ -108,8 +102,7 @@ async def synonym_terms(emb: Embedder, user_id: str, forms: list[tuple[str, str]
     at most `top` per word, each at least `min_cos` from the word by the model's cosine."""
     if not forms:
         return []
-    if not loaded():
-        await anyio.to_thread.run_sync(inverted)   # once per process, off the event loop
+    await _INVERTED.ready()     # once per process, off the event loop
     cands = [candidates(w, s) for w, s in forms]
     flat = list(dict.fromkeys(c for cs in cands for c in cs))
     if not flat:

@@ -327,8 +327,7 @@ async def _korean_terms(store: Store, f: SearchFilters, query: str, terms: list[
     pool = [m.content for m, _cos in best if not written_in_english(m)]
     if not pool:
         return [], []
-    if not en_ko.loaded():
-        await anyio.to_thread.run_sync(en_ko.by_stem)   # once per process, off the event loop
+    await en_ko.ready()
     ko = en_ko.korean_terms(query, pool, have=terms)
     return (ko, await store.keyword_search(f, ko, recipe.candidates)) if ko else ([], [])
 
