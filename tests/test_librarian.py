@@ -181,6 +181,25 @@ async def test_wakes_for_rows_another_process_wrote(tmp_path: Path, monkeypatch:
             await wait_until(all_tagged, timeout=5)          # long before the 60 s interval
 
 
+async def test_a_few_rows_are_processed_once_no_more_come(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One `gieok remember` from a shell beside the server: below the wake threshold, it waited the whole
+    # interval (60 s here). Once the pending count has stayed the same for QUIET_S it is processed.
+    monkeypatch.setattr("gieok.librarian.worker.IDLE_POLL_S", 0.1)
+    monkeypatch.setattr("gieok.librarian.worker.QUIET_S", 0.5)
+    s = make_settings(tmp_path, librarian_interval_s=60, librarian_wake_pending=5)
+    async with open_service(s, run_librarian=True) as server:
+        lib = server.processor
+        await asyncio.wait_for(lib.asleep.wait(), timeout=10)
+        async with open_service(s.model_copy(update={"librarian": False})) as cli:
+            cli.processor = None
+            one = await ingest_many(cli, 1, "혼자 남은 메모")
+            assert [t for t, _ in await statuses(server, one)] == ["pending"]
+
+            async def tagged() -> bool:
+                return [t for t, _ in await statuses(server, one)] == ["ok"]
+            await wait_until(tagged, timeout=5)
+
+
 class NotifyingStore(SQLiteStore):
     """SQLite with a store-side wake-up, as Postgres LISTEN/NOTIFY provides: the librarian must use it."""
 
@@ -285,3 +304,33 @@ async def test_clean_shutdown_of_the_servers_librarian(tmp_path: Path, server: F
         lib.clock = lambda: utcnow() + timedelta(seconds=s.lease_seconds + 1)
         assert await lib.run_once() == 5
         assert set(await statuses(svc, ids)) == {("ok", "ok")}
+
+
+async def test_a_store_side_wake_up_also_processes_a_lone_row(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Postgres notifies on every insert, but one row is below the threshold: the periodic count (every
+    # IDLE_POLL_S, notified or not) lets the quiet rule process it without another notification.
+    monkeypatch.setattr("gieok.librarian.worker.IDLE_POLL_S", 0.1)
+    monkeypatch.setattr("gieok.librarian.worker.QUIET_S", 0.5)
+    monkeypatch.setattr("gieok.librarian.worker.WAKE_POLL_S", 0.1)
+    s = make_settings(tmp_path, librarian_interval_s=60, librarian_wake_pending=3)
+    store = NotifyingStore(s.database_url)
+    await store.open()
+    try:
+        lib = Librarian(store, None, s)
+        task = asyncio.create_task(lib.run_forever())
+
+        async def asleep() -> bool:
+            return store.waits >= 1
+        await wait_until(asleep)
+        async with open_service(s, with_embedder=False) as other_process:
+            one = await ingest_many(other_process, 1, "lone")
+
+            async def tagged() -> bool:
+                return [t for t, _ in await statuses(other_process, one)] == ["ok"]
+            await wait_until(tagged, timeout=5)
+        assert "woken" not in store.log          # no notification was sent: the count found it
+        await lib.stop()
+        await asyncio.wait_for(task, timeout=5)
+    finally:
+        await store.close()

@@ -60,8 +60,13 @@ VOCABULARY_EVERY_S = 86_400.0
 JOB_LEASE_S = 900.0
 # With a store-side wake-up (Postgres LISTEN) the in-process event is checked between slices this long.
 WAKE_POLL_S = 1.0
-# How often a store that cannot signal new rows (SQLite) is asked whether enough are pending.
+# How often a store that cannot signal new rows (SQLite) is asked whether enough are pending; a store that can
+# (Postgres) is asked as often for the rule below.
 IDLE_POLL_S = 5.0
+# Fewer rows than `librarian_wake_pending` wait for more to batch with, but not for the whole interval: once the
+# count of claimable rows has stayed the same this long (nothing more is coming), they are processed. A lone
+# `gieok remember` from a shell, or the last turn of a session, is then embedded within seconds, not a minute.
+QUIET_S = 10.0
 
 
 def make_tagger(settings: Settings, aliases: dict[str, str]) -> Tagger:
@@ -328,13 +333,13 @@ class Librarian:
                 out[name] = res
         return out
 
-    async def _pending_enough(self) -> bool:
-        n = await self.store.count_pending(self.s.cold_max_attempts, **self._claim_kwargs())
-        return n >= self.s.librarian_wake_pending
+    async def _count_pending(self) -> int:
+        return await self.store.count_pending(self.s.cold_max_attempts, **self._claim_kwargs())
 
     async def _sleep(self, timeout: float) -> None:
         """Until `timeout` passes, `stop()` or an ingest in this process sets `wake`, or enough rows are pending
-        from any process (Postgres LISTEN/NOTIFY says so; SQLite is asked every `IDLE_POLL_S`)."""
+        from any process (Postgres LISTEN/NOTIFY says so; SQLite is asked every `IDLE_POLL_S`), or a few have
+        waited `QUIET_S` with no more coming."""
         self.asleep.set()
         try:
             await self._wait_for_work(timeout)
@@ -346,6 +351,9 @@ class Librarian:
         store = self.store
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        counted_at = loop.time()
+        # What the last cycle left claimable (rows it could not finish) is not news: only rows beyond it are.
+        quiet = _QuietCount(await self._count_pending())
         while not self.wake.is_set() and not self._stopping:
             left = deadline - loop.time()
             if left <= 0:
@@ -362,8 +370,15 @@ class Librarian:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.wake.wait(), timeout=min(left, IDLE_POLL_S))
                 ask = not self.wake.is_set()
+            now = loop.time()
+            if not ask and not self.wake.is_set() and now - counted_at >= IDLE_POLL_S:
+                ask = True      # the quiet rule needs a count now and then, notified or not
+            if not ask:
+                continue
+            counted_at = now
+            n = await self._count_pending()
             # At the same threshold as this process's own ingests.
-            if ask and await self._pending_enough():
+            if n - quiet.floor >= self.s.librarian_wake_pending or quiet.settled(n, now):
                 break
 
     async def run_forever(self) -> None:
@@ -459,3 +474,17 @@ async def librarian_status(store: Store) -> dict[str, Any]:
                             if not isinstance(v, dict)},
         }
     return out
+
+
+class _QuietCount:
+    """Whether a count of pending rows above `floor` has stayed the same for `QUIET_S`."""
+
+    def __init__(self, floor: int) -> None:
+        self.floor = self.n = floor
+        self.since = 0.0
+
+    def settled(self, n: int, now: float) -> bool:
+        if n != self.n:
+            self.n, self.since = n, now
+            return False
+        return n > self.floor and now - self.since >= QUIET_S
