@@ -353,7 +353,7 @@ class Librarian:
         deadline = loop.time() + timeout
         counted_at = loop.time()
         # What the last cycle left claimable (rows it could not finish) is not news: only rows beyond it are.
-        quiet = _QuietCount(await self._count_pending())
+        news = _NewRows(await self._count_pending(), self.s.librarian_wake_pending)
         while not self.wake.is_set() and not self._stopping:
             left = deadline - loop.time()
             if left <= 0:
@@ -371,14 +371,11 @@ class Librarian:
                     await asyncio.wait_for(self.wake.wait(), timeout=min(left, IDLE_POLL_S))
                 ask = not self.wake.is_set()
             now = loop.time()
-            if not ask and not self.wake.is_set() and now - counted_at >= IDLE_POLL_S:
-                ask = True      # the quiet rule needs a count now and then, notified or not
-            if not ask:
+            # The quiet rule needs a count now and then, notified or not.
+            if self.wake.is_set() or not (ask or now - counted_at >= IDLE_POLL_S):
                 continue
             counted_at = now
-            n = await self._count_pending()
-            # At the same threshold as this process's own ingests.
-            if n - quiet.floor >= self.s.librarian_wake_pending or quiet.settled(n, now):
+            if news.worth_waking(await self._count_pending(), now):
                 break
 
     async def run_forever(self) -> None:
@@ -476,14 +473,18 @@ async def librarian_status(store: Store) -> dict[str, Any]:
     return out
 
 
-class _QuietCount:
-    """Whether a count of pending rows above `floor` has stayed the same for `QUIET_S`."""
+class _NewRows:
+    """Whether the rows pending beyond `floor` are worth a cycle: as many as `wake_pending` (the threshold of
+    this process's own ingests), or fewer whose count has stayed the same for `QUIET_S`."""
 
-    def __init__(self, floor: int) -> None:
+    def __init__(self, floor: int, wake_pending: int) -> None:
         self.floor = self.n = floor
+        self.wake_pending = wake_pending
         self.since = 0.0
 
-    def settled(self, n: int, now: float) -> bool:
+    def worth_waking(self, n: int, now: float) -> bool:
+        if n - self.floor >= self.wake_pending:
+            return True
         if n != self.n:
             self.n, self.since = n, now
             return False
