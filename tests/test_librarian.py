@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -330,6 +331,66 @@ async def test_a_store_side_wake_up_also_processes_a_lone_row(tmp_path: Path,
                 return [t for t, _ in await statuses(other_process, one)] == ["ok"]
             await wait_until(tagged, timeout=5)
         assert "woken" not in store.log          # no notification was sent: the count found it
+        await lib.stop()
+        await asyncio.wait_for(task, timeout=5)
+    finally:
+        await store.close()
+
+
+class HiccupStore(SQLiteStore):
+    """SQLite whose next `failures` pending counts, or store-side waits, raise as a dropped database would."""
+
+    def __init__(self, url: str, *, wakes: bool) -> None:
+        super().__init__(url)
+        self.wakes_on_pending = wakes
+        self.failures = 0
+        self.failed = 0
+        self.waits = 0
+
+    def _maybe_fail(self) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            self.failed += 1
+            raise sqlite3.OperationalError("disk I/O error")
+
+    async def count_pending(self, max_attempts: int, **kw: Any) -> int:
+        if not self.wakes_on_pending:
+            self._maybe_fail()
+        return await super().count_pending(max_attempts, **kw)
+
+    async def wait_for_pending(self, timeout: float) -> bool:
+        self.waits += 1
+        self._maybe_fail()
+        await asyncio.sleep(timeout)
+        return False
+
+
+@pytest.mark.parametrize("wakes", [False, True], ids=["count-fails", "store-wait-fails"])
+async def test_a_database_error_while_asleep_does_not_stop_the_librarian(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wakes: bool) -> None:
+    # The sleep between cycles asks the store for news outside the cycle's own error guard: an error there
+    # ended the worker for good, and every later row stayed pending until a restart.
+    monkeypatch.setattr("gieok.librarian.worker.IDLE_POLL_S", 0.1)
+    monkeypatch.setattr("gieok.librarian.worker.QUIET_S", 0.5)
+    monkeypatch.setattr("gieok.librarian.worker.WAKE_POLL_S", 0.1)
+    s = make_settings(tmp_path, librarian_interval_s=60, librarian_wake_pending=5)
+    store = HiccupStore(s.database_url, wakes=wakes)
+    await store.open()
+    try:
+        lib = Librarian(store, None, s)
+        task = asyncio.create_task(lib.run_forever())
+
+        async def asleep() -> bool:
+            return lib.asleep.is_set()
+        await wait_until(asleep)
+        store.failures = 4
+        async with open_service(s, with_embedder=False) as other_process:
+            one = await ingest_many(other_process, 1, "장애 뒤에 온 메모")
+
+            async def tagged() -> bool:
+                return [t for t, _ in await statuses(other_process, one)] == ["ok"]
+            await wait_until(tagged, timeout=8)
+        assert store.failed >= 2 and not task.done()   # it met errors, and lived on
         await lib.stop()
         await asyncio.wait_for(task, timeout=5)
     finally:

@@ -333,8 +333,14 @@ class Librarian:
                 out[name] = res
         return out
 
-    async def _count_pending(self) -> int:
-        return await self.store.count_pending(self.s.cold_max_attempts, **self._claim_kwargs())
+    async def _count_pending(self) -> int | None:
+        """Claimable rows now, or None when the store cannot say: a database hiccup while asleep is no news,
+        and the interval still wakes the worker, which is where a failure is logged and retried."""
+        try:
+            return await self.store.count_pending(self.s.cold_max_attempts, **self._claim_kwargs())
+        except Exception:  # raised here, outside run_forever's guard, it would stop the librarian
+            log.warning("librarian could not count pending rows; sleeping on", exc_info=True)
+            return None
 
     async def _sleep(self, timeout: float) -> None:
         """Until `timeout` passes, `stop()` or an ingest in this process sets `wake`, or enough rows are pending
@@ -391,7 +397,12 @@ class Librarian:
                 log.exception("librarian cycle failed")
             if self._stopping:
                 break
-            await self._sleep(self.s.librarian_interval_s)
+            try:
+                await self._sleep(self.s.librarian_interval_s)
+            except Exception:  # a store's wait failing in a way it did not expect: pause briefly, not spin
+                log.exception("librarian sleep failed")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), timeout=IDLE_POLL_S)
         log.info("librarian %s stopped", self.worker_id)
 
     async def _queue_reembed(self) -> None:
@@ -477,12 +488,18 @@ class _NewRows:
     """Whether the rows pending beyond `floor` are worth a cycle: as many as `wake_pending` (the threshold of
     this process's own ingests), or fewer whose count has stayed the same for `QUIET_S`."""
 
-    def __init__(self, floor: int, wake_pending: int) -> None:
+    def __init__(self, floor: int | None, wake_pending: int) -> None:
         self.floor = self.n = floor
         self.wake_pending = wake_pending
         self.since = 0.0
 
-    def worth_waking(self, n: int, now: float) -> bool:
+    def worth_waking(self, n: int | None, now: float) -> bool:
+        if n is None:  # the store could not count: no news
+            return False
+        if self.floor is None:  # the first count failed: the first that works stands for what was left
+            self.floor = self.n = n
+            self.since = now
+            return False
         if n - self.floor >= self.wake_pending:
             return True
         if n != self.n:
