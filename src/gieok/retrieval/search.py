@@ -33,6 +33,7 @@ from gieok.retrieval.query_dates import date_match, query_windows
 from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, model_verdict_margin, rank
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script
+from gieok.retrieval.time_words import asks_when, states_time
 from gieok.retrieval.verdict import pair_band, semantic_verdict
 from gieok.store.base import Store, Vector
 
@@ -205,8 +206,10 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 if c.cos is None:
                     c.cos = float(v @ qvec)
 
+    asks = recipe.r_when > 0 and not windows and asks_when(query)
     for c in cands.values():
         c.date_match = date_match(c.memory.created_at, windows)
+        c.states_time = asks and states_time(c.memory.content)
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     if pair_thresholds and best_cos is not None:
         ths, lo, hi = pair_band(query, pair_thresholds, fallback_threshold)

@@ -12,10 +12,11 @@ from gieok.ui.views.timeline import facets
 
 # The score parts as the ranking names them, in the order a person reads them.
 # The score is relevance plus recency, importance and usage (scaled by relevance), less duplication; relevance is
-# made of meaning (cosine), words (BM25, unbounded), tags, title and a named date.
+# made of meaning (cosine), words (BM25, unbounded), tags, title, a named date and, for a "when" question, a time.
 SCORE_PARTS = {"relevance": "relevance", "recency": "recency", "importance": "importance", "usage": "usage",
                "duplication": "duplicate"}
-RELEVANCE_PARTS = {"cosine": "meaning", "bm25": "words", "tag_jaccard": "tags", "title": "title", "date": "date"}
+RELEVANCE_PARTS = {"cosine": "meaning", "bm25": "words", "tag_jaccard": "tags", "title": "title", "date": "date",
+                   "when": "says when"}
 
 
 async def search(view: View) -> Response:
