@@ -252,7 +252,8 @@ async def test_neighbour_context_finds_a_reply_by_its_question(store: Store) -> 
                      source="manual")
     assert await _found(store, "memorial") == [q]         # nothing before the librarian's pass
     assert await store.refresh_context([a]) > 0
-    assert set(await _found(store, "memorial")) == {q, a}
+    # The reply holds its question's words, and so does the message after it (its previous but one).
+    assert set(await _found(store, "memorial")) == {q, a, thanks}
     assert (await _found(store, "memorial"))[0] == q     # a row's own words outrank its neighbours'
     # The next message counts too (Korean bigrams included); other sessions and non-chat rows never do.
     assert set(await _found(store, "awestruck")) == {q, a, thanks}
@@ -292,6 +293,28 @@ async def test_forgetting_a_turn_removes_its_words_from_its_neighbours(store: St
     if not hard:
         assert await store.update_memory(secret, {"deleted_at": None})   # undo: it is context again
         assert set(await _found(store, "zanzibar")) == {before, secret, after}
+
+
+async def test_the_message_two_before_is_context_too(store: Store) -> None:
+    # The answer continues its author's own previous message, through the other speaker's question.
+    setup, question, answer, later = await _session(store, "s1", "I had a picnic with friends from church",
+                                                     "What did you play?", "Some fun ones like charades",
+                                                     "Nice, sounds like fun")
+    await store.refresh_context([setup, question, answer, later])
+    assert set(await _found(store, "picnic")) == {setup, question, answer}    # not three messages later
+    assert set(await _found(store, "charades")) == {question, answer, later}  # only one message after
+    # A message stored late, between the set-up and the question, moves what is two before the answer.
+    late = await put(store, "Also a zanzibar cake", session_id="s1", at=T0 + timedelta(milliseconds=500))
+    await store.refresh_context([late])
+    assert set(await _found(store, "picnic")) == {setup, late, question}
+    assert set(await _found(store, "zanzibar")) == {setup, late, question, answer}
+    # Forgotten, it is no one's context, and the answer has its set-up back; erased, the set-up goes everywhere.
+    assert await store.update_memory(late, {"deleted_at": T0})
+    assert await _found(store, "zanzibar") == []
+    assert set(await _found(store, "picnic")) == {setup, question, answer}
+    assert await store.hard_delete(setup)
+    assert await _found(store, "picnic") == []
+    assert await store.refresh_context([question, answer, later]) == 0   # every change was kept up to date
 
 
 async def test_editing_a_turn_updates_its_neighbours(store: Store) -> None:
@@ -349,12 +372,13 @@ async def test_neighbour_vectors_are_the_adjacent_chat_messages(store: Store) ->
 
 async def test_upgrade_gives_existing_rows_their_context(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Migration 005 computes the neighbour context of rows stored before it existed. (The later migrations are
-    applied first: today's code writes their columns.)"""
+    applied first: today's code writes their columns; 013, which rewrites the context 005 adds, is left out
+    with it.)"""
     import gieok.store.postgres.migrations as pg_mod
     import gieok.store.sqlite.migrations as sqlite_mod
     from gieok.store import open_store
     for mod in (sqlite_mod, pg_mod):
-        monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] != 5])
+        monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] not in (5, 13)])
     old = open_store(db_url)
     await old.open()
     try:
@@ -372,6 +396,35 @@ async def test_upgrade_gives_existing_rows_their_context(db_url: str, monkeypatc
         assert set(await _found(new, "awestruck")) == {q, a}
         assert await _found(new, "zanzibar") == [other]
         assert await new.refresh_context([q, a]) == 0      # the migration computed what the librarian would
+    finally:
+        await new.close()
+
+
+async def test_upgrade_gives_existing_rows_the_message_two_before(db_url: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Migration 013 writes the context as the librarian now would, for rows whose context was computed before."""
+    import gieok.store.postgres.migrations as pg_mod
+    import gieok.store.sqlite.migrations as sqlite_mod
+    from gieok.store import open_store
+    for mod in (sqlite_mod, pg_mod):
+        monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] != 13])
+    old = open_store(db_url)
+    await old.open()
+    try:
+        ids = await _session(old, "s1", "I had a picnic with friends from church", "What did you play?",
+                             "Some fun ones like charades", "Nice")
+        gone = await put(old, "a forgotten picnic note", session_id="s1", at=T0 + timedelta(seconds=10))
+        await old.update_memory(gone, {"deleted_at": T0})
+        (other,) = await _session(old, "s2", "a picnic of another session")
+    finally:
+        await old.close()
+    monkeypatch.undo()
+    new = open_store(db_url)
+    await new.open()
+    try:
+        assert await new.schema_version() >= 13
+        assert set(await _found(new, "picnic")) == {*ids[:3], other}
+        assert await new.refresh_context([*ids, other]) == 0   # the migration computed what the librarian would
     finally:
         await new.close()
 

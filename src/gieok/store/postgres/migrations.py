@@ -20,6 +20,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from gieok.store.browse import BROWSE_INDEXES
+from gieok.store.context_sql import CHAT_ROW, CONTEXT_CHARS, context_expr
 
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
@@ -346,6 +347,17 @@ async def m012_term_vectors(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX term_vectors_user_seq ON term_vectors (user_id, model, seq)")
 
 
+async def m013_context_two_before(db: AsyncConnection[Any]) -> None:
+    # As SQLite's 013: each chat row's context also holds the message two before it; the generated tsvector
+    # follows the rows that change.
+    tail, head = f"right(search_text, {CONTEXT_CHARS})", f"left(search_text, {CONTEXT_CHARS})"
+    p2, p, n = f"lag({tail}, 2) OVER s", f"lag({tail}) OVER s", f"lead({head}) OVER s"
+    await db.execute(f"""
+        WITH w AS (SELECT id, {context_expr(p2, p, n)} AS ctx FROM memory WHERE {CHAT_ROW.format(a='memory')}
+                   WINDOW s AS (PARTITION BY user_id, session_id ORDER BY created_at, id))
+        UPDATE memory m SET context_text = w.ctx FROM w WHERE m.id = w.id AND m.context_text <> w.ctx""")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -361,6 +373,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (10, "code_refs", m010_code_refs),
     (11, "request_keys", m011_request_keys),
     (12, "term_vectors", m012_term_vectors),
+    (13, "context_two_before", m013_context_two_before),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable
 
 from gieok.store.browse import BROWSE_INDEXES
+from gieok.store.context_sql import CHAT_ROW, CONTEXT_CHARS, context_expr
 
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
@@ -324,6 +325,17 @@ def m012_term_vectors(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX term_vectors_user_seq ON term_vectors (user_id, model, seq)")
 
 
+def m013_context_two_before(db: sqlite3.Connection) -> None:
+    # A chat row's context now also holds the message two before it (gieok.store.context_sql): existing rows
+    # get theirs here, as the librarian would write it; the FTS trigger reindexes the rows that change.
+    tail, head = f"substr(search_text, -{CONTEXT_CHARS})", f"substr(search_text, 1, {CONTEXT_CHARS})"
+    p2, p, n = f"lag({tail}, 2) OVER s", f"lag({tail}) OVER s", f"lead({head}) OVER s"
+    db.execute(f"""
+        WITH w AS (SELECT id, {context_expr(p2, p, n)} AS ctx FROM memory WHERE {CHAT_ROW.format(a='memory')}
+                   WINDOW s AS (PARTITION BY user_id, session_id ORDER BY created_at, id))
+        UPDATE memory SET context_text = w.ctx FROM w WHERE memory.id = w.id AND memory.context_text <> w.ctx""")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -337,4 +349,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (10, "code_refs", m010_code_refs),
     (11, "request_keys", m011_request_keys),
     (12, "term_vectors", m012_term_vectors),
+    (13, "context_two_before", m013_context_two_before),
 ]
