@@ -72,3 +72,17 @@ async def test_rows_processed_before_glosses_get_them_from_the_catch_up(svc: Mem
     assert await catch_up_glosses(svc.store) == 1
     assert [h.memory.id for h in (await svc.search(f, "pottery class", now=NOW)).hits] == [mid]
     assert await catch_up_glosses(svc.store) == 0           # nothing left to write
+
+
+async def test_a_title_edit_keeps_the_glosses(svc: MemoryService) -> None:
+    # Renaming a Korean note rewrote its full-text document from the title and text alone: the English glosses
+    # were gone until the daily job, so an English question no longer found it.
+    mid, _ = await svc.ingest(MessageIn(content="다음 달에 도자기 수업을 듣는다", user_id="alice"))
+    assert svc.processor is not None
+    await svc.processor.run_once()
+    f = svc.filters("alice")
+    assert [h.memory.id for h in (await svc.search(f, "pottery class", now=NOW)).hits] == [mid]
+    renamed = await svc.update(mid, "alice", title="취미 계획")
+    assert renamed.title == "취미 계획" and renamed.tag_status == "ok"
+    assert [h.memory.id for h in (await svc.search(f, "pottery class", now=NOW)).hits] == [mid]
+    assert [h.memory.id for h in (await svc.search(f, "취미", now=NOW)).hits] == [mid]    # the new title counts

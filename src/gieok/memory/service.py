@@ -316,6 +316,9 @@ class MemoryService:
             changes["title"] = title
             if text is None:
                 text = index_text(f"{title}\n{m.content}")
+                # The title is part of what the row's vector is computed from ("Title: content"), and the text
+                # above has lost the glosses the librarian added: both are redone, as for a content edit.
+                changes.update(embed_status="pending", tag_status="pending")
         if importance is not None:
             if not 0 <= importance <= 1:
                 raise InvalidInput("importance", f"{importance} is outside 0..1")
@@ -332,7 +335,7 @@ class MemoryService:
                                           "privacy_scope")
         await self.store.update_memory(memory_id, changes, search_text=text)
         updated = await self.get(memory_id, user_id, viewer=viewer)
-        if content is not None and self.processor is not None:
+        if (content is not None or title is not None) and self.processor is not None:
             await self.processor.process_now([updated])
             updated = await self.get(memory_id, user_id, viewer=viewer)
         return updated
