@@ -73,10 +73,12 @@ class Recipe:
     r_date: float = 0.30
     # Bonus for a row stating a time ("yesterday", "last May", "지난주") when the query asks when ("when did …",
     # "언제 …") and names no date itself (time_words): of several rows about the same event, the one saying when
-    # it happened answers. Dev recall@5 / @10 (English; Korean questions over English memory; Korean memory):
-    # 0.762 / 0.835 → 0.766 / 0.835 (temporal @5 0.922 → 0.944); xq 0.604 / 0.719 → 0.608 / 0.721; ko 30
-    # unchanged (its temporal questions were all found). Flat from 0.02 to 0.10; 0.20 trades temporal @10 (0.967
-    # → 0.956) for multi-hop. Aimed at held-out temporal questions (0.74 against 0.94 on dev).
+    # it happened answers; in proportion to the row's relevance without it next to the best row's, so that it
+    # tells apart rows about the event without making a row about something else relevant. Dev recall@5 / @10
+    # (English; Korean questions over English memory; Korean memory): 0.762 / 0.835 → 0.766 / 0.835 (temporal
+    # @5 0.922 → 0.944); xq 0.604 / 0.719 → 0.608 / 0.721; ko 30 unchanged (its temporal questions were all
+    # found). Flat from 0.02 to 0.10; 0.20 trades temporal @10 (0.967 → 0.956) for multi-hop. Aimed at held-out
+    # temporal questions (0.74 against 0.94 on dev).
     r_when: float = 0.05
     # Extra candidates drawn from each named window, so an old but dated memory is not left out of the pool.
     date_candidates: int = 20
@@ -185,8 +187,9 @@ def _bm_part(bm: float, recipe: Recipe) -> float:
 
 
 def own_relevance(c: Candidate, recipe: Recipe) -> float:
-    """A candidate's relevance from its own cosine, BM25 and date alone, as `rank` weighs them: the order in
-    which candidates get their neighbours looked up (`Recipe.neighbour_candidates`)."""
+    """A candidate's relevance from its own cosine, BM25 and date alone, as `rank` weighs them (the "when"
+    bonus at full weight: its share of the best row's relevance is not known yet): the order in which
+    candidates get their neighbours looked up (`Recipe.neighbour_candidates`)."""
     return (recipe.r_cos * _cos_part(c.cos or 0.0, recipe) + recipe.r_bm25 * _bm_part(c.bm25 or 0.0, recipe)
             + recipe.r_date * c.date_match + recipe.r_when * c.states_time)
 
@@ -257,8 +260,16 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         date = c.date_match
         when = 1.0 if c.states_time else 0.0
         rel = (recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
-               + recipe.r_date * date + recipe.r_when * when)
+               + recipe.r_date * date)
         rels.append((rel, cos, bm, jac, title, date, nb, when))
+    if recipe.r_when > 0 and any(r[7] for r in rels):
+        # Saying when tells apart rows about the question's event; it must not make a row about something else
+        # relevant (a pinned "매주 월요일에 가격을 저장한다" shown for "when do we deploy?"): the bonus is in
+        # proportion to the row's relevance without it, next to the best row's.
+        best_base = max(r[0] for r in rels)
+        for i, (rel, cos, bm, jac, title, date, nb, when) in enumerate(rels):
+            share = when * rel / best_base if best_base > 0 else 0.0
+            rels[i] = (rel + recipe.r_when * share, cos, bm, jac, title, date, nb, share)
     best_rel = max(r[0] for r in rels)
     scored: list[tuple[float, Candidate, dict[str, float], list[str]]] = []
     for c, u, (rel, cos, bm, jac, title, date, nb, when) in zip(cands, usages, rels, strict=True):

@@ -13,7 +13,7 @@ import re
 
 _MONTHS = ("january|february|march|april|june|july|august|september|october|november|december|"
            "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
-_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_WEEKDAYS = "(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?"
 
 _ASKS_WHEN = re.compile(
     r"^\s*when\b|\bwhen\s+(?:did|does|do|is|was|were|will|are|has|have|had|would|could)\b|\bhow\s+long\b"
