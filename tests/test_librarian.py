@@ -165,7 +165,7 @@ async def test_wakes_as_soon_as_five_rows_are_pending(tmp_path: Path) -> None:
 async def test_wakes_for_rows_another_process_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # `gieok ingest` beside a running server writes to the SQLite file itself: nothing sets the server's
     # in-process event, so the librarian asks the store how many rows are pending (here every 0.2 s).
-    monkeypatch.setattr("gieok.librarian.worker.IDLE_POLL_S", 0.2)
+    monkeypatch.setattr("gieok.librarian.waiting.IDLE_POLL_S", 0.2)
     s = make_settings(tmp_path, librarian_interval_s=60, librarian_wake_pending=3)
     async with open_service(s, run_librarian=True) as server:
         lib = server.processor
@@ -185,8 +185,8 @@ async def test_wakes_for_rows_another_process_wrote(tmp_path: Path, monkeypatch:
 async def test_a_few_rows_are_processed_once_no_more_come(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # One `gieok remember` from a shell beside the server: below the wake threshold, it waited the whole
     # interval (60 s here). Once the pending count has stayed the same for QUIET_S it is processed.
-    monkeypatch.setattr("gieok.librarian.worker.IDLE_POLL_S", 0.1)
-    monkeypatch.setattr("gieok.librarian.worker.QUIET_S", 0.5)
+    monkeypatch.setattr("gieok.librarian.waiting.IDLE_POLL_S", 0.1)
+    monkeypatch.setattr("gieok.librarian.waiting.QUIET_S", 0.5)
     s = make_settings(tmp_path, librarian_interval_s=60, librarian_wake_pending=5)
     async with open_service(s, run_librarian=True) as server:
         lib = server.processor
@@ -311,9 +311,9 @@ async def test_a_store_side_wake_up_also_processes_a_lone_row(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # Postgres notifies on every insert, but one row is below the threshold: the periodic count (every
     # IDLE_POLL_S, notified or not) lets the quiet rule process it without another notification.
-    monkeypatch.setattr("gieok.librarian.worker.IDLE_POLL_S", 0.1)
-    monkeypatch.setattr("gieok.librarian.worker.QUIET_S", 0.5)
-    monkeypatch.setattr("gieok.librarian.worker.WAKE_POLL_S", 0.1)
+    monkeypatch.setattr("gieok.librarian.waiting.IDLE_POLL_S", 0.1)
+    monkeypatch.setattr("gieok.librarian.waiting.QUIET_S", 0.5)
+    monkeypatch.setattr("gieok.librarian.waiting.WAKE_POLL_S", 0.1)
     s = make_settings(tmp_path, librarian_interval_s=60, librarian_wake_pending=3)
     store = NotifyingStore(s.database_url)
     await store.open()
@@ -370,9 +370,9 @@ async def test_a_database_error_while_asleep_does_not_stop_the_librarian(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wakes: bool) -> None:
     # The sleep between cycles asks the store for news outside the cycle's own error guard: an error there
     # ended the worker for good, and every later row stayed pending until a restart.
-    monkeypatch.setattr("gieok.librarian.worker.IDLE_POLL_S", 0.1)
-    monkeypatch.setattr("gieok.librarian.worker.QUIET_S", 0.5)
-    monkeypatch.setattr("gieok.librarian.worker.WAKE_POLL_S", 0.1)
+    monkeypatch.setattr("gieok.librarian.waiting.IDLE_POLL_S", 0.1)
+    monkeypatch.setattr("gieok.librarian.waiting.QUIET_S", 0.5)
+    monkeypatch.setattr("gieok.librarian.waiting.WAKE_POLL_S", 0.1)
     s = make_settings(tmp_path, librarian_interval_s=60, librarian_wake_pending=5)
     store = HiccupStore(s.database_url, wakes=wakes)
     await store.open()

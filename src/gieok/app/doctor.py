@@ -42,7 +42,7 @@ async def run_checks(s: Settings, echo: Callable[[str], object]) -> bool:
         if st.get("last_error"):
             echo(f"       last librarian error: {st['last_error']}")
             echo("       fix: check the provider settings, then `gieok worker --retry-failed --once`")
-        from gieok.librarian.worker import librarian_status
+        from gieok.librarian.status import librarian_status
         jobs = await librarian_status(store)
         for name in ("maintenance", "consolidation"):
             job = jobs.get(name)

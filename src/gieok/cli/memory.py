@@ -248,7 +248,7 @@ def stats(
     """Counts of one user's memories (GIEOK_USER_ID or --user; --all-users for everyone), the librarian's
     pending and failed rows with the last error, and its periodic jobs."""
     from gieok.app.runtime import open_service
-    from gieok.librarian.worker import librarian_status
+    from gieok.librarian.status import librarian_status
     s = settings_for(db, user)
 
     async def go() -> dict[str, Any]:

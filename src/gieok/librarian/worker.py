@@ -16,7 +16,6 @@ service; the service sees it only as a `gieok.memory.ports.RowProcessor`, wired 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -40,6 +39,7 @@ from gieok.librarian.profile import make_extractor, promote_facts
 from gieok.librarian.staleness import check_anchors
 from gieok.librarian.tagger import OfflineTagger, Tagger, TagInput, same_tag
 from gieok.librarian.term_index import catch_up, index_terms
+from gieok.librarian.waiting import pause, wait_for_work
 from gieok.memory.ports import RowStatus, Status
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import foreground
@@ -58,16 +58,6 @@ ANCHORS_EVERY_S = 300.0
 VOCABULARY_EVERY_S = 86_400.0
 # A job lease outlives any sane run; a crashed owner's lease just expires.
 JOB_LEASE_S = 900.0
-# With a store-side wake-up (Postgres LISTEN) the in-process event is checked between slices this long.
-WAKE_POLL_S = 1.0
-# How often a store that cannot signal new rows (SQLite) is asked whether enough are pending; a store that can
-# (Postgres) is asked as often for the rule below.
-IDLE_POLL_S = 5.0
-# Fewer rows than `librarian_wake_pending` wait for more to batch with, but not for the whole interval: once the
-# count of claimable rows has stayed the same this long (nothing more is coming), they are processed. A lone
-# `gieok remember` from a shell, or the last turn of a session, is then embedded within seconds, not a minute.
-QUIET_S = 10.0
-
 
 def make_tagger(settings: Settings, aliases: dict[str, str]) -> Tagger:
     from gieok.providers.llm import make_llm
@@ -343,46 +333,14 @@ class Librarian:
             return None
 
     async def _sleep(self, timeout: float) -> None:
-        """Until `timeout` passes, `stop()` or an ingest in this process sets `wake`, or enough rows are pending
-        from any process (Postgres LISTEN/NOTIFY says so; SQLite is asked every `IDLE_POLL_S`), or a few have
-        waited `QUIET_S` with no more coming."""
+        """Until there is work, `stop()`, or `timeout` (gieok.librarian.waiting)."""
         self.asleep.set()
         try:
-            await self._wait_for_work(timeout)
+            await wait_for_work(self.store, self.wake, lambda: self._stopping, self._count_pending,
+                                self.s.librarian_wake_pending, timeout)
         finally:
             self.asleep.clear()
         self.wake.clear()
-
-    async def _wait_for_work(self, timeout: float) -> None:
-        store = self.store
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        counted_at = loop.time()
-        # What the last cycle left claimable (rows it could not finish) is not news: only rows beyond it are.
-        news = _NewRows(await self._count_pending(), self.s.librarian_wake_pending)
-        while not self.wake.is_set() and not self._stopping:
-            left = deadline - loop.time()
-            if left <= 0:
-                break
-            if store.wakes_on_pending:
-                # Short slices instead of racing two tasks: cancelling a LISTEN mid-wait could leave its
-                # connection half-read, and one second is an acceptable delay for the in-process signal.
-                ask = await store.wait_for_pending(min(left, WAKE_POLL_S))
-            else:
-                # Another process (`gieok ingest`, an import, a hook writing to the file itself) cannot set
-                # `wake`, and its rows waited out the whole interval (a minute by default) however many there
-                # were. A count of claimable rows every few seconds wakes for them as a Postgres notification
-                # does: a partial index holds only pending rows, so the count costs next to nothing.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), timeout=min(left, IDLE_POLL_S))
-                ask = not self.wake.is_set()
-            now = loop.time()
-            # The quiet rule needs a count now and then, notified or not.
-            if self.wake.is_set() or not (ask or now - counted_at >= IDLE_POLL_S):
-                continue
-            counted_at = now
-            if news.worth_waking(await self._count_pending(), now):
-                break
 
     async def run_forever(self) -> None:
         """Wake every interval, or as soon as enough rows are pending; stop cleanly on `stop()`."""
@@ -401,8 +359,7 @@ class Librarian:
                 await self._sleep(self.s.librarian_interval_s)
             except Exception:  # a store's wait failing in a way it did not expect: pause briefly, not spin
                 log.exception("librarian sleep failed")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), timeout=IDLE_POLL_S)
+                await pause(self.wake)
         log.info("librarian %s stopped", self.worker_id)
 
     async def _queue_reembed(self) -> None:
@@ -465,44 +422,3 @@ async def _per_row_on_failure(rows: list[Memory], call: Callable[[list[Memory]],
                     errors.setdefault(rest.id, exc)
                 break
     return done
-
-
-async def librarian_status(store: Store) -> dict[str, Any]:
-    """The periodic jobs as `gieok stats` and `gieok doctor` show them: when each last finished, who runs it
-    now, and its last result in counts."""
-    now = utcnow()
-    out: dict[str, Any] = {}
-    for job in await store.list_jobs():
-        res = job["last_result"] or {}
-        lease = job["lease_until"]
-        out[job["name"]] = {
-            "last_finished_at": job["last_finished_at"],
-            "running_on": job["owner"] if lease is not None and lease > now else None,
-            "last_result": {k: (len(v) if isinstance(v, list) else v) for k, v in res.items()
-                            if not isinstance(v, dict)},
-        }
-    return out
-
-
-class _NewRows:
-    """Whether the rows pending beyond `floor` are worth a cycle: as many as `wake_pending` (the threshold of
-    this process's own ingests), or fewer whose count has stayed the same for `QUIET_S`."""
-
-    def __init__(self, floor: int | None, wake_pending: int) -> None:
-        self.floor = self.n = floor
-        self.wake_pending = wake_pending
-        self.since = 0.0
-
-    def worth_waking(self, n: int | None, now: float) -> bool:
-        if n is None:  # the store could not count: no news
-            return False
-        if self.floor is None:  # the first count failed: the first that works stands for what was left
-            self.floor = self.n = n
-            self.since = now
-            return False
-        if n - self.floor >= self.wake_pending:
-            return True
-        if n != self.n:
-            self.n, self.since = n, now
-            return False
-        return n > self.floor and now - self.since >= QUIET_S

@@ -6,7 +6,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from gieok.core.dates import utcnow
-from gieok.librarian.worker import librarian_status
+from gieok.librarian.status import librarian_status
 from gieok.store.browse import as_browse
 from gieok.ui.app import View
 from gieok.ui.views.memory import mine
