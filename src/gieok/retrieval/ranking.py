@@ -243,7 +243,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     # vector until the re-embed) has no cosine to add: scored 0 for it, a row containing every query word
     # ranked below unrelated embedded rows. Its keyword evidence stands in for the missing semantic part.
     semantic = recipe.r_cos > 0 and any(c.cos is not None for c in cands)
-    rels: list[tuple[float, float, float, float, float, float, float, float]] = []
+    rels: list[tuple[float, float, float, float, float, float, float]] = []
     for c in cands:
         m = c.memory
         cos = c.cos if c.cos is not None else 0.0
@@ -258,21 +258,18 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         jac = tag_jaccard(query_tokens, m)
         title = 1.0 if q_lower and m.title and (q_lower in m.title.lower() or m.title.lower() in q_lower) else 0.0
         date = c.date_match
-        when = 1.0 if c.states_time else 0.0
         rel = (recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
                + recipe.r_date * date)
-        rels.append((rel, cos, bm, jac, title, date, nb, when))
-    if recipe.r_when > 0 and any(r[7] for r in rels):
-        # Saying when tells apart rows about the question's event; it must not make a row about something else
-        # relevant (a pinned "매주 월요일에 가격을 저장한다" shown for "when do we deploy?"): the bonus is in
-        # proportion to the row's relevance without it, next to the best row's.
-        best_base = max(r[0] for r in rels)
-        for i, (rel, cos, bm, jac, title, date, nb, when) in enumerate(rels):
-            share = when * rel / best_base if best_base > 0 else 0.0
-            rels[i] = (rel + recipe.r_when * share, cos, bm, jac, title, date, nb, share)
-    best_rel = max(r[0] for r in rels)
+        rels.append((rel, cos, bm, jac, title, date, nb))
+    # Saying when tells apart rows about the question's event; it must not make a row about something else
+    # relevant (a pinned "매주 월요일에 가격을 저장한다" shown for "when do we deploy?"): the bonus is in proportion
+    # to the row's relevance without it, next to the best row's.
+    best_base = max(r[0] for r in rels)
+    whens = [r[0] / best_base if c.states_time and best_base > 0 else 0.0 for c, r in zip(cands, rels, strict=True)]
+    best_rel = max(r[0] + recipe.r_when * w for r, w in zip(rels, whens, strict=True))
     scored: list[tuple[float, Candidate, dict[str, float], list[str]]] = []
-    for c, u, (rel, cos, bm, jac, title, date, nb, when) in zip(cands, usages, rels, strict=True):
+    for c, u, (base, cos, bm, jac, title, date, nb), when in zip(cands, usages, rels, whens, strict=True):
+        rel = base + recipe.r_when * when
         m = c.memory
         rec = recency(m, now, recipe)
         imp = importance(m)
