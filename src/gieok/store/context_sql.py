@@ -85,6 +85,16 @@ def context_expr(before2: str, before: str, after: str) -> str:
     return f"trim(coalesce({before2}, '') || ' ' || coalesce({before}, '') || ' ' || coalesce({after}, ''))"
 
 
+def rebuild_contexts_sql(tail: Callable[[str], str], head: Callable[[str], str]) -> str:
+    """One statement rewriting every chat row's context that differs from what `contexts_sql` would give
+    (window functions over each session), for the migrations that change what a context holds."""
+    t, h = tail("search_text"), head("search_text")
+    ctx = context_expr(f"lag({t}, 2) OVER s", f"lag({t}) OVER s", f"lead({h}) OVER s")
+    return (f"WITH w AS (SELECT id, {ctx} AS ctx FROM memory WHERE {CHAT_ROW.format(a='memory')} "
+            "WINDOW s AS (PARTITION BY user_id, session_id ORDER BY created_at, id)) "
+            "UPDATE memory AS m SET context_text = w.ctx FROM w WHERE m.id = w.id AND m.context_text <> w.ctx")
+
+
 def contexts_sql(ph: str, n: int, tail: Callable[[str], str], head: Callable[[str], str]) -> str:
     """(id, current context, fresh context) of each of `n` rows; `tail`/`head` cut a text to CONTEXT_CHARS
     from its end/start in the backend's dialect."""

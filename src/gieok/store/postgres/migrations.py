@@ -20,7 +20,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from gieok.store.browse import BROWSE_INDEXES
-from gieok.store.context_sql import CHAT_ROW, CONTEXT_CHARS, context_expr
+from gieok.store.context_sql import CONTEXT_CHARS, rebuild_contexts_sql
 
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
@@ -350,12 +350,8 @@ async def m012_term_vectors(db: AsyncConnection[Any]) -> None:
 async def m013_context_two_before(db: AsyncConnection[Any]) -> None:
     # As SQLite's 013: each chat row's context also holds the message two before it; the generated tsvector
     # follows the rows that change.
-    tail, head = f"right(search_text, {CONTEXT_CHARS})", f"left(search_text, {CONTEXT_CHARS})"
-    p2, p, n = f"lag({tail}, 2) OVER s", f"lag({tail}) OVER s", f"lead({head}) OVER s"
-    await db.execute(f"""
-        WITH w AS (SELECT id, {context_expr(p2, p, n)} AS ctx FROM memory WHERE {CHAT_ROW.format(a='memory')}
-                   WINDOW s AS (PARTITION BY user_id, session_id ORDER BY created_at, id))
-        UPDATE memory m SET context_text = w.ctx FROM w WHERE m.id = w.id AND m.context_text <> w.ctx""")
+    await db.execute(rebuild_contexts_sql(lambda c: f"right({c}, {CONTEXT_CHARS})",
+                                          lambda c: f"left({c}, {CONTEXT_CHARS})"))
 
 
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable
 
 from gieok.store.browse import BROWSE_INDEXES
-from gieok.store.context_sql import CHAT_ROW, CONTEXT_CHARS, context_expr
+from gieok.store.context_sql import CONTEXT_CHARS, rebuild_contexts_sql
 
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
@@ -328,12 +328,8 @@ def m012_term_vectors(db: sqlite3.Connection) -> None:
 def m013_context_two_before(db: sqlite3.Connection) -> None:
     # A chat row's context now also holds the message two before it (gieok.store.context_sql): existing rows
     # get theirs here, as the librarian would write it; the FTS trigger reindexes the rows that change.
-    tail, head = f"substr(search_text, -{CONTEXT_CHARS})", f"substr(search_text, 1, {CONTEXT_CHARS})"
-    p2, p, n = f"lag({tail}, 2) OVER s", f"lag({tail}) OVER s", f"lead({head}) OVER s"
-    db.execute(f"""
-        WITH w AS (SELECT id, {context_expr(p2, p, n)} AS ctx FROM memory WHERE {CHAT_ROW.format(a='memory')}
-                   WINDOW s AS (PARTITION BY user_id, session_id ORDER BY created_at, id))
-        UPDATE memory SET context_text = w.ctx FROM w WHERE memory.id = w.id AND memory.context_text <> w.ctx""")
+    db.execute(rebuild_contexts_sql(lambda c: f"substr({c}, -{CONTEXT_CHARS})",
+                                    lambda c: f"substr({c}, 1, {CONTEXT_CHARS})"))
 
 
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
