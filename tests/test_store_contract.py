@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -11,7 +13,7 @@ from gieok.core.anchors import Anchor
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.memory.ingest import MessageIn, prepare
-from gieok.store import Store
+from gieok.store import Store, open_store
 from gieok.store.base import ColdResult, ProjectTag, UserProfile
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
@@ -370,24 +372,31 @@ async def test_neighbour_vectors_are_the_adjacent_chat_messages(store: Store) ->
     assert await store.neighbour_vectors(SearchFilters(user_id="bob"), [q, thanks], "test-model") == {}
 
 
+@asynccontextmanager
+async def _store_without(db_url: str, monkeypatch: pytest.MonkeyPatch,
+                         versions: tuple[int, ...]) -> AsyncIterator[Store]:
+    """The store as a database created without migrations `versions` is; they are back once it closes."""
+    import gieok.store.postgres.migrations as pg_mod
+    import gieok.store.sqlite.migrations as sqlite_mod
+    for mod in (sqlite_mod, pg_mod):
+        monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] not in versions])
+    old = open_store(db_url)
+    await old.open()
+    try:
+        yield old
+    finally:
+        await old.close()
+        monkeypatch.undo()
+
+
 async def test_upgrade_gives_existing_rows_their_context(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Migration 005 computes the neighbour context of rows stored before it existed. (The later migrations are
     applied first: today's code writes their columns; 013, which rewrites the context 005 adds, is left out
     with it.)"""
-    import gieok.store.postgres.migrations as pg_mod
-    import gieok.store.sqlite.migrations as sqlite_mod
-    from gieok.store import open_store
-    for mod in (sqlite_mod, pg_mod):
-        monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] not in (5, 13)])
-    old = open_store(db_url)
-    await old.open()
-    try:
+    async with _store_without(db_url, monkeypatch, (5, 13)) as old:
         assert await old.schema_version() != 5
         q, a = await _session(old, "s1", "How did your kids react at the memorial?", "They were awestruck.")
         other = await put(old, "a zanzibar turn of another session", session_id="s2")
-    finally:
-        await old.close()
-    monkeypatch.undo()
     new = open_store(db_url)
     await new.open()
     try:
@@ -403,22 +412,12 @@ async def test_upgrade_gives_existing_rows_their_context(db_url: str, monkeypatc
 async def test_upgrade_gives_existing_rows_the_message_two_before(db_url: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Migration 013 writes the context as the librarian now would, for rows whose context was computed before."""
-    import gieok.store.postgres.migrations as pg_mod
-    import gieok.store.sqlite.migrations as sqlite_mod
-    from gieok.store import open_store
-    for mod in (sqlite_mod, pg_mod):
-        monkeypatch.setattr(mod, "MIGRATIONS", [m for m in mod.MIGRATIONS if m[0] != 13])
-    old = open_store(db_url)
-    await old.open()
-    try:
+    async with _store_without(db_url, monkeypatch, (13,)) as old:
         ids = await _session(old, "s1", "I had a picnic with friends from church", "What did you play?",
                              "Some fun ones like charades", "Nice")
         gone = await put(old, "a forgotten picnic note", session_id="s1", at=T0 + timedelta(seconds=10))
         await old.update_memory(gone, {"deleted_at": T0})
         (other,) = await _session(old, "s2", "a picnic of another session")
-    finally:
-        await old.close()
-    monkeypatch.undo()
     new = open_store(db_url)
     await new.open()
     try:
