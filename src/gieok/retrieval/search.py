@@ -27,10 +27,18 @@ from gieok.retrieval.bridge import (
     written_in_english,
 )
 from gieok.retrieval.doc_text import embedded_scripts
+from gieok.retrieval.feedback import feedback_terms
 from gieok.retrieval.ko_synonyms import merge_synonyms, synonym_terms
 from gieok.retrieval.neighbours import neighbour_cosines
 from gieok.retrieval.query_dates import date_match, query_windows
-from gieok.retrieval.ranking import Candidate, Recipe, model_cos_floor, model_verdict_margin, rank
+from gieok.retrieval.ranking import (
+    Candidate,
+    Recipe,
+    model_cos_floor,
+    model_verdict_margin,
+    own_relevance,
+    rank,
+)
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script
 from gieok.retrieval.time_words import asks_when, states_time
@@ -197,6 +205,18 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             cands[m.id] = Candidate(m, bm25=bm)
         else:
             c.bm25 = bm
+    use_recipe = recipe
+    if recipe.cos_floor is None:
+        use_recipe = replace(recipe, cos_floor=model_cos_floor(embedder.name) if embedder is not None else 0.0)
+    if use_recipe.r_feedback > 0 and vec_hits and kw_hits is not None and text_script(query) == HANGUL:
+        # A Korean query's words meet few rows (none, over English memory): the words its best candidates share
+        # find the rows about the same subject that the vector search ranked lower (gieok.retrieval.feedback).
+        # Kept apart from the query's own BM25, which alone decides the verdict and what a fallback shows.
+        top = sorted(cands.values(), key=lambda c: -own_relevance(c, use_recipe))[: use_recipe.feedback_rows]
+        more = feedback_terms([c.memory.content for c in top], terms)
+        if more:
+            for m, bm in await store.keyword_search(f, more, use_recipe.feedback_candidates):
+                cands.setdefault(m.id, Candidate(m)).feedback = bm
     if qvec is not None and embedder is not None and cands:
         vecs = await store.get_vectors(list(cands), embedder.name)
         for mid, c in cands.items():
@@ -233,9 +253,6 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 c.cos = (c.cos + float(c.vector @ rendered[0])) / 2
     mode = "hybrid" if recipe.use_vectors and recipe.use_keywords and qvec is not None else (
         "vector" if qvec is not None else "keyword")
-    use_recipe = recipe
-    if recipe.cos_floor is None:
-        use_recipe = replace(recipe, cos_floor=model_cos_floor(embedder.name) if embedder is not None else 0.0)
     if qvec is None or best_cos is None or best_cos < fallback_threshold:
         # The seed's rule: a weak best cosine means the semantic search failed; keyword and substring
         # matches answer instead (with no keep threshold: a literal match is worth showing).
@@ -282,6 +299,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         # must not be dropped for resembling another ("coffee" over an English row and its Korean twin, whose
         # English glosses also match: the English row fell out).
         use_recipe = replace(use_recipe, keep_threshold=float("-inf"), r_cos=0.0, r_bm25=max(recipe.r_bm25, 0.3))
+        for c in cands.values():
+            c.feedback = 0.0    # the vector search's guesses, and it found nothing close
     if qvec is not None and embedder is not None and cands and use_recipe.r_cos > 0 and use_recipe.r_neighbour > 0:
         await neighbour_cosines(store, embedder.name, f, cands, qvec, rendered, use_recipe)
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
