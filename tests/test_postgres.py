@@ -269,6 +269,10 @@ async def test_keyword_work_is_bounded_on_common_terms(pg: PostgresStore, pg_url
     newest = {m.id for m in [*rows, rare][-10:]}
     assert len(hits) == 5 and {m.id for m, _ in hits} <= newest
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    # Rankable only (a Korean query's feedback words): the common word is not searched at all, the rare one is.
+    assert await pg.keyword_search(f, query_terms("project"), 5, rankable_only=True) == []
+    assert [m.id for m, _ in await pg.keyword_search(f, query_terms("project zeppelin"), 5,
+                                                     rankable_only=True)] == [rare.id]
 
 
 def test_url_options_and_errors() -> None:

@@ -7,6 +7,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from gieok.core.models import Memory
 from gieok.retrieval.feedback import feedback_terms
 from gieok.retrieval.ranking import RECIPES, Candidate, rank
@@ -49,7 +51,8 @@ def test_feedback_is_keyword_evidence_at_its_weight_and_says_so() -> None:
     assert off.parts["bm25"] == 0.0 and "shares words" not in off.recall_reason
 
 
-async def test_a_korean_query_lifts_the_rows_that_share_its_best_rows_words(tmp_path: Path) -> None:
+async def test_a_korean_query_lifts_the_rows_that_share_its_best_rows_words(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     async with e5_service(tmp_path, POTTERY) as svc:
         f = svc.filters("alice")
         query = "도자기 수업 선생님"
@@ -69,3 +72,8 @@ async def test_a_korean_query_lifts_the_rows_that_share_its_best_rows_words(tmp_
         for q in ("도자기 수업은 어땠어?", "고양이 사료", "바나나 스무디 레시피"):
             fell = await svc.search(f, q, now=NOW)
             assert fell.mode == "fallback" and all(h.parts["feedback"] == 0 for h in fell.hits), q
+        # Where those words are too common for the store to rank all their rows (its cap lowered to 2 rows),
+        # they are not searched at all: no feedback, the rest of the search as before.
+        monkeypatch.setattr(type(svc.store), "MAX_SCORED_MATCHES", 2)
+        capped = await svc.search(f, query, now=NOW, limit=20)
+        assert capped.hits and all(h.parts["feedback"] == 0 for h in capped.hits)

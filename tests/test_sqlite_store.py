@@ -37,6 +37,10 @@ async def test_common_terms_are_dropped_only_above_the_cap(tmp_path: Path, monke
     newest = {m.content for m, _ in rows[-10:]}
     assert len(hits) == 5 and {m.content for m, _ in hits} <= newest
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    # Rankable only (a Korean query's feedback words): the common word is not searched at all, the rare one is.
+    assert await store.keyword_search(f, query_terms("project"), 5, rankable_only=True) == []
+    hits = await store.keyword_search(f, query_terms("project zeppelin"), 5, rankable_only=True)
+    assert [m.content for m, _ in hits] == ["project zeppelin launch"]
     await store.close()
 
 

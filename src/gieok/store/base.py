@@ -258,8 +258,11 @@ class MemoryRows(Protocol):
 
 
 class SearchIndex(Protocol):
-    async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int) -> list[tuple[Memory, float]]:
-        """Full-text candidates with a BM25 score (higher is better). `terms` from gieok.core.text.query_terms."""
+    async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int, *,
+                             rankable_only: bool = False) -> list[tuple[Memory, float]]:
+        """Full-text candidates with a BM25 score (higher is better). `terms` from gieok.core.text.query_terms.
+        `rankable_only`: leave out the terms too common for all their matches to be ranked
+        (gieok.store.shared.MAX_SCORED_MATCHES), and find nothing when every term is."""
         ...
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:

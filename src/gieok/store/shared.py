@@ -40,6 +40,12 @@ def rarest_terms(terms: list[list[str]], doc_freq: list[float], cap: int) -> tup
     return kept, total
 
 
+def rankable_terms(terms: list[list[str]], doc_freq: list[float], cap: int) -> list[list[str]]:
+    """The terms whose matches can all be ranked (at most `cap` rows each): above it a backend ranks only a
+    term's newest matches, which says nothing about which rows are about it."""
+    return [t for t, n in zip(terms, doc_freq, strict=True) if n <= cap]
+
+
 def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
     """The changes of an `update_memory`, refused when they touch a column callers may not change, with
     `updated_at` stamped unless given. Shared by the backends so both refuse the same things."""

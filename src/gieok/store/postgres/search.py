@@ -26,7 +26,7 @@ from gieok.store.postgres.codec import SELECT, row_to_memory, tags_sql, ts, vec
 from gieok.store.postgres.connection import HNSW_EF_SEARCH, PostgresBase
 from gieok.store.postgres.text import FTS_STATS_TTL_S, FtsStats, bm25_sql, read_fts_stats, tsquery_params
 from gieok.store.postgres.vectors import knn_sql, vector_type
-from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rarest_terms
+from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rankable_terms, rarest_terms
 from gieok.store.sqlfilters import owner_clause, where_clause
 
 # Exact scan or HNSW? An exact scan costs in proportion to the user's rows n; a filtered HNSW scan visits
@@ -43,13 +43,17 @@ SMALL_USER_TTL_S = 15.0
 class SearchMixin(PostgresBase):
     MAX_SCORED_MATCHES = MAX_SCORED_MATCHES     # see gieok.store.shared
 
-    async def keyword_search(self, f: SearchFilters, terms: list[list[str]],
-                             limit: int) -> list[tuple[Memory, float]]:
+    async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int, *,
+                             rankable_only: bool = False) -> list[tuple[Memory, float]]:
         terms = [t for t in terms if t]
         if not terms:
             return []
         where, params = where_clause(f, "%s", tags_sql, ts)
         stats = await self._fts_stats()
+        if rankable_only:
+            terms = rankable_terms(terms, [stats.df(t) for t in terms], self.MAX_SCORED_MATCHES)
+            if not terms:
+                return []
         # Bounded work on huge stores, as on SQLite (gieok.store.base.MAX_SCORED_MATCHES).
         kept, potential = rarest_terms(terms, [stats.df(t) for t in terms], self.MAX_SCORED_MATCHES)
         phrases = tsquery_params(kept)

@@ -17,7 +17,7 @@ from gieok.core.models import Memory, SearchFilters
 from gieok.core.text import PREFIX, term_prefix
 from gieok.store.base import NeighbourVectors, Vector
 from gieok.store.context_sql import chunks, neighbour_vectors_sql
-from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rarest_terms
+from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rankable_terms, rarest_terms
 from gieok.store.sqlfilters import where_clause
 from gieok.store.sqlite.codec import SELECT, row_to_memory, tags_sql
 from gieok.store.sqlite.connection import SQLiteBase, VecCache
@@ -33,8 +33,8 @@ def fts5_query(terms: list[list[str]]) -> str:
 class SearchMixin(SQLiteBase):
     MAX_SCORED_MATCHES = MAX_SCORED_MATCHES     # see gieok.store.shared
 
-    async def keyword_search(self, f: SearchFilters, terms: list[list[str]],
-                             limit: int) -> list[tuple[Memory, float]]:
+    async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int, *,
+                             rankable_only: bool = False) -> list[tuple[Memory, float]]:
         if not terms:
             return []
         where, params = where_clause(f, "?", tags_sql, iso)
@@ -59,7 +59,9 @@ class SearchMixin(SQLiteBase):
             return found
 
         def run() -> list[tuple[Memory, float]]:
-            kept, potential = self._bounded_terms(terms)     # reads the vocabulary: off the event loop too
+            kept, potential = self._bounded_terms(terms, rankable_only)  # reads the vocabulary: off the loop too
+            if not kept:
+                return []
             match = fts5_query(kept)
             if potential > self.MAX_SCORED_MATCHES:
                 return newest_ranked(match)
@@ -89,8 +91,9 @@ class SearchMixin(SQLiteBase):
                 found.extend((row_to_memory(r[1:]), score[r[0]]) for r in rows)
         return found
 
-    def _bounded_terms(self, terms: list[list[str]]) -> tuple[list[list[str]], int]:
-        """The terms to match, rarest first within the cap, and how many rows they may match."""
+    def _bounded_terms(self, terms: list[list[str]], rankable_only: bool = False) -> tuple[list[list[str]], int]:
+        """The terms to match, rarest first within the cap, and how many rows they may match; with
+        `rankable_only`, none that matches more rows than the cap on its own."""
         prefixes = sorted({p for term in terms if (p := term_prefix(term))})
         keys = sorted({t for term in terms if not term_prefix(term) for t in term} | {p + PREFIX for p in prefixes})
         df = self._doc_freq.known(keys)
@@ -113,8 +116,13 @@ class SearchMixin(SQLiteBase):
         self._doc_freq.keep(counted)
         df.update(counted)
         # A phrase matches no more rows than its rarest token.
-        kept, total = rarest_terms(terms, [min(df.get(t, 0) for t in term) for term in terms],
-                                   self.MAX_SCORED_MATCHES)
+        freq: list[float] = [min(df.get(t, 0) for t in term) for term in terms]
+        if rankable_only:
+            terms = rankable_terms(terms, freq, self.MAX_SCORED_MATCHES)
+            freq = [n for n in freq if n <= self.MAX_SCORED_MATCHES]
+            if not terms:
+                return [], 0
+        kept, total = rarest_terms(terms, freq, self.MAX_SCORED_MATCHES)
         return kept, int(total)
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
