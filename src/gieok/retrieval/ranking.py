@@ -179,6 +179,7 @@ class Candidate:
     vector: Vector | None = None
     substring: bool = False
     date_match: float = 0.0        # query_dates.date_match: 1 a named day, less a longer window
+    date_said: bool = False        # date_match is for a time the row names, not when it was written
     neighbour_cos: float | None = None    # the best cosine of its session neighbours (r_neighbour)
     states_time: bool = False      # the query asks when and the row says when (time_words; r_when)
     feedback: float = 0.0          # BM25 of the words the best candidates share (retrieval.feedback; r_feedback)
@@ -314,7 +315,8 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         if title:
             reasons.append("title match")
         if date:
-            reasons.append("created on the date the query names")
+            reasons.append("speaks of the date the query names" if c.date_said
+                           else "created on the date the query names")
         if when and recipe.r_when > 0:
             reasons.append("says when (the query asks when)")
         if m.is_pinned:

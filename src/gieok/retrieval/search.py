@@ -30,7 +30,7 @@ from gieok.retrieval.doc_text import embedded_scripts
 from gieok.retrieval.feedback import feedback_terms
 from gieok.retrieval.ko_synonyms import merge_synonyms, synonym_terms
 from gieok.retrieval.neighbours import neighbour_cosines
-from gieok.retrieval.query_dates import date_match, query_windows
+from gieok.retrieval.query_dates import date_match, query_windows, stated_date_match
 from gieok.retrieval.ranking import (
     Candidate,
     Recipe,
@@ -232,6 +232,10 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     asks = recipe.r_when > 0 and not windows and asks_when(query)
     for c in cands.values():
         c.date_match = date_match(c.memory.created_at, windows)
+        if windows and c.date_match < 1.0:
+            said = stated_date_match(c.memory.content, c.memory.created_at, windows)
+            if said > c.date_match:
+                c.date_match, c.date_said = said, True
         c.states_time = asks and states_time(c.memory.content)
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     if pair_thresholds and best_cos is not None:
