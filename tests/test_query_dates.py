@@ -37,7 +37,7 @@ def days(q: str) -> list[tuple[str, str]]:
     ("what changed on 2 May?", [("2023-05-01", "2023-05-04")]),
     ("plans for may 2024", [("2024-05-01", "2024-06-08")]),
     ("what happened in may", [("2023-05-01", "2023-06-08")]),
-    ("3개월 전 월요일", []),
+    ("3개월 전 월요일", [("2023-07-19", "2023-08-19")]),      # three months back, a month's window around it
     ("31 June 2023", [("2023-06-01", "2023-07-08")]),           # no such day: the month still counts
     ("plain question with no date", []),
 ])

@@ -1,0 +1,108 @@
+"""Relative times people write that the date-range reader (gieok.core.dates) does not: "last weekend", "last
+Friday", "two weeks ago", "last night", "last year", "지난 주말", "지난주 금요일", "3일 전", "한 달 전", "작년".
+
+Each becomes a time window as of `now`: the moment a query is asked, or the moment a stored message was
+written (gieok.retrieval.query_dates.stated_date_match: "last Friday" in a message of Monday 17 April is 14
+April). A day is a window of that day; "N weeks / months / years ago" a window of that size around the day
+it counts back to, since people round such spans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+Window = tuple[datetime, datetime]
+
+_DAY = timedelta(days=1)
+_EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+               "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "couple of": 2, "a few": 3, "few": 3}
+_KO_NUMBERS = {"한": 1, "두": 2, "세": 3, "네": 4, "다섯": 5, "여섯": 6, "일곱": 7, "여덟": 8, "아홉": 9, "열": 10}
+_KO_DAYS = {"하루": 1, "이틀": 2, "사흘": 3, "나흘": 4}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_KO_WEEKDAYS = "월화수목금토일"
+# A counted span's length in days and the window around the day it counts back to (half each side).
+_UNITS = {"day": (1, 1), "week": (7, 3), "month": (30, 15), "year": (365, 182),
+          "일": (1, 1), "주": (7, 3), "달": (30, 15), "개월": (30, 15), "년": (365, 182)}
+
+_EN_NUM = "|".join(sorted(map(re.escape, _EN_NUMBERS), key=len, reverse=True))
+_KO_NUM = "|".join(sorted(_KO_NUMBERS, key=len, reverse=True))
+
+
+def _today(now: datetime) -> datetime:
+    return datetime(now.year, now.month, now.day, tzinfo=now.tzinfo or UTC)
+
+
+def _weekend(now: datetime, back: int) -> Window:
+    """The `back`-th weekend that ended before today (on a Sunday, "last weekend" is the one before)."""
+    today = _today(now)
+    sat = today - timedelta(days=(today.weekday() - 5) % 7)
+    if sat + 2 * _DAY > today:
+        sat -= 7 * _DAY
+    sat -= 7 * (back - 1) * _DAY
+    return sat, sat + 2 * _DAY
+
+
+def _last_weekday(now: datetime, weekday: int) -> Window:
+    """The latest such weekday before today ("last Friday", said on a Friday, is a week ago)."""
+    today = _today(now)
+    day = today - timedelta(days=(today.weekday() - weekday) % 7 or 7)
+    return day, day + _DAY
+
+
+def _last_weeks_day(now: datetime, weekday: int) -> Window:
+    """That weekday of last week ("지난주 금요일")."""
+    today = _today(now)
+    day = today - timedelta(days=today.weekday() + 7 - weekday)
+    return day, day + _DAY
+
+
+def _ago(now: datetime, n: int, unit: str) -> Window:
+    length, half = _UNITS[unit]
+    centre = _today(now) - timedelta(days=n * length)
+    return centre - timedelta(days=half), centre + timedelta(days=half + 1)
+
+
+def _last_year(now: datetime) -> Window:
+    return datetime(now.year - 1, 1, 1, tzinfo=UTC), datetime(now.year, 1, 1, tzinfo=UTC)
+
+
+def _count(word: str) -> int:
+    w = " ".join(word.lower().split())
+    return int(w) if w.isdigit() else _EN_NUMBERS.get(w) or _KO_NUMBERS.get(w, 0)
+
+
+_Resolve = Callable[[re.Match[str], datetime], Window | None]
+_PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
+    (re.compile(r"\b(?:last|this\s+past|past)\s+weekend\b", re.I), lambda m, now: _weekend(now, 1)),
+    (re.compile(rf"\b(?P<n>\d{{1,2}}|{_EN_NUM})\s+weekends?\s+ago\b", re.I),
+     lambda m, now: _weekend(now, _count(m["n"])) if _count(m["n"]) else None),
+    (re.compile(rf"\blast\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", re.I),
+     lambda m, now: _last_weekday(now, _WEEKDAYS.index(m["wd"].lower()))),
+    (re.compile(r"\blast\s+night\b", re.I), lambda m, now: (_today(now) - _DAY, _today(now) + _DAY)),
+    (re.compile(r"\blast\s+year\b", re.I), lambda m, now: _last_year(now)),
+    (re.compile(rf"\b(?P<n>\d{{1,3}}|{_EN_NUM})\s+(?P<u>day|week|month|year)s?\s+ago\b", re.I),
+     lambda m, now: _ago(now, _count(m["n"]), m["u"].lower()) if _count(m["n"]) else None),
+    (re.compile(r"(?:지난|저번)\s*주말"), lambda m, now: _weekend(now, 1)),
+    (re.compile(rf"(?:지난|저번)\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
+     lambda m, now: _last_weeks_day(now, _KO_WEEKDAYS.index(m["wd"]))),
+    (re.compile(rf"(?:지난|저번)\s+(?P<wd>[{_KO_WEEKDAYS}])요일"),
+     lambda m, now: _last_weekday(now, _KO_WEEKDAYS.index(m["wd"]))),
+    (re.compile(r"어젯\s*밤"), lambda m, now: (_today(now) - _DAY, _today(now) + _DAY)),
+    (re.compile(r"(?<!재)작년"), lambda m, now: _last_year(now)),
+    (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*전"),
+     lambda m, now: _ago(now, _count(m["n"]), m["u"]) if _count(m["n"]) else None),
+    (re.compile(r"(?P<d>하루|이틀|사흘|나흘)\s*전"), lambda m, now: _ago(now, _KO_DAYS[m["d"]], "일")),
+]
+
+
+def relative_windows(text: str, now: datetime) -> list[Window]:
+    """The windows of the relative times `text` names, as of `now`, in the order they appear."""
+    found: list[tuple[int, Window]] = []
+    for pat, resolve in _PATTERNS:
+        for m in pat.finditer(text):
+            w = resolve(m, now)
+            if w is not None:
+                found.append((m.start(), w))
+    return [w for _pos, w in sorted(found, key=lambda t: t[0])]

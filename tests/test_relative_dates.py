@@ -1,0 +1,67 @@
+"""Relative times the date-range reader does not read ("last Friday", "two weekends ago", "지난 주말", "3일 전"),
+as windows of a query and of a stored message (read as of its writing)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from gieok.retrieval.query_dates import query_windows, stated_date_match
+from gieok.retrieval.relative_dates import relative_windows
+
+MONDAY = datetime(2023, 4, 17, 12, 0, tzinfo=UTC)
+
+
+def days(text: str, now: datetime = MONDAY) -> list[tuple[str, str]]:
+    return [(a.date().isoformat(), b.date().isoformat()) for a, b in relative_windows(text, now)]
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("what did we decide last Friday?", [("2023-04-14", "2023-04-15")]),
+    ("last weekend we went hiking", [("2023-04-15", "2023-04-17")]),
+    ("this past weekend", [("2023-04-15", "2023-04-17")]),
+    ("two weekends ago I went camping", [("2023-04-08", "2023-04-10")]),
+    ("last night's deploy", [("2023-04-16", "2023-04-18")]),
+    ("last year", [("2022-01-01", "2023-01-01")]),
+    ("a few days ago", [("2023-04-13", "2023-04-16")]),
+    ("3 weeks ago", [("2023-03-24", "2023-03-31")]),
+    ("a couple of months ago", [("2023-02-01", "2023-03-04")]),
+    ("지난 주말에 뭐 했어?", [("2023-04-15", "2023-04-17")]),
+    ("지난주 금요일 회의", [("2023-04-14", "2023-04-15")]),
+    ("지난 금요일", [("2023-04-14", "2023-04-15")]),
+    ("어젯밤 배포", [("2023-04-16", "2023-04-18")]),
+    ("3일 전에 말한 것", [("2023-04-13", "2023-04-16")]),
+    ("이틀 전", [("2023-04-14", "2023-04-17")]),
+    ("한 달 전에", [("2023-03-03", "2023-04-03")]),
+    ("작년 여름", [("2022-01-01", "2023-01-01")]),
+    # Not relative times: another word, the year before last, a number inside a word.
+    ("at last the build passed", []),
+    ("재작년", []),
+    ("우리한 달력", []),
+    ("the past few weeks were busy", []),
+])
+def test_relative_windows(text: str, want: list[tuple[str, str]]) -> None:
+    assert days(text) == want
+
+
+def test_on_a_weekend_or_that_weekday_it_counts_back_a_week() -> None:
+    sunday = datetime(2023, 4, 16, 9, tzinfo=UTC)
+    friday = datetime(2023, 4, 14, 9, tzinfo=UTC)
+    assert days("last weekend", sunday) == [("2023-04-08", "2023-04-10")]
+    assert days("last Friday", friday) == [("2023-04-07", "2023-04-08")]
+
+
+def test_query_windows_read_them_the_most_specific_first() -> None:
+    got = [(a.date().isoformat(), b.date().isoformat()) for a, b in query_windows("지난주 금요일 회의", MONDAY)]
+    assert got == [("2023-04-14", "2023-04-15"), ("2023-04-10", "2023-04-17")]
+    # "지난 주말" is the weekend, not last week.
+    assert [(a.date().isoformat(), b.date().isoformat()) for a, b in query_windows("지난 주말", MONDAY)] == \
+        [("2023-04-15", "2023-04-17")]
+
+
+def test_a_message_saying_last_friday_is_about_that_day() -> None:
+    on_14 = query_windows("what happened on 14 April 2023?", datetime(2023, 9, 1, tzinfo=UTC))
+    assert stated_date_match("We shipped the release last Friday.", MONDAY, on_14) == 1.0
+    assert stated_date_match("지난 금요일에 릴리스를 배포했어.", MONDAY, on_14) == 1.0
+    assert stated_date_match("We shipped the release two weekends ago.", MONDAY, on_14) == 0.0
