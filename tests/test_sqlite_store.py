@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -81,4 +83,35 @@ async def test_selective_filter_over_many_vectors_returns_full_results(tmp_path:
     got = await store.vector_search(SearchFilters(user_id="u", agent_platform="rare"), "m", vecs[5], 20)
     want = sorted(range(0, n, 1000), key=lambda i: -float(vecs[i] @ vecs[5]))
     assert [m.id for m, _ in got] == [rows[i][0].id for i in want]        # all 12, exactly ranked
+    await store.close()
+
+
+async def test_a_date_window_is_searched_exactly_from_the_cached_creation_times(tmp_path: Path) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'w.db'}")
+    await store.open()
+    n, base = 3000, datetime(2025, 1, 1, tzinfo=UTC)
+    # Rows are inserted out of creation order (an import of old messages after new ones).
+    order = list(range(n))
+    random.Random(5).shuffle(order)
+    rows = [prepare(MessageIn(content=f"row {i}", user_id="u", created_at=base + timedelta(hours=i)), max_bytes=64)
+            for i in order]
+    await store.insert_many(rows)
+    vecs = np.random.default_rng(4).normal(size=(n, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    await store.complete_cold([ColdResult(m.id, embedding=vecs[j], embedding_model="m")
+                               for j, (m, _) in enumerate(rows)], utcnow())
+    lo, hi = base + timedelta(hours=1000), base + timedelta(hours=1072)      # 72 of 3,000 rows
+    q = vecs[0]
+    for _ in range(2):      # the first search builds the cache, the second reads it
+        got = await store.vector_search(SearchFilters(user_id="u", since=lo, until=hi), "m", q, 20)
+        inside = [j for j, (m, _) in enumerate(rows) if m.created_at is not None and lo <= m.created_at < hi]
+        want = sorted(inside, key=lambda j: -float(vecs[j] @ q))[:20]
+        assert [m.id for m, _ in got] == [rows[j][0].id for j in want]
+    # Re-embedded rows keep their creation times; a window with no rows finds none.
+    await store.complete_cold([ColdResult(rows[j][0].id, embedding=vecs[j], embedding_model="m") for j in want[:3]],
+                              utcnow())
+    got = await store.vector_search(SearchFilters(user_id="u", since=lo, until=hi), "m", q, 20)
+    assert [m.id for m, _ in got] == [rows[j][0].id for j in want]
+    empty = SearchFilters(user_id="u", since=base - timedelta(days=9), until=base - timedelta(days=8))
+    assert await store.vector_search(empty, "m", q, 20) == []
     await store.close()

@@ -107,15 +107,16 @@ def _calendar_windows(query: str, now: datetime) -> list[Window]:
 
 
 # Cheap checks before the patterns, which cost ~100 µs a text: most texts name no time (a dated query reads
-# every candidate's text, `stated_date_match`). A calendar date needs a digit or a month's name; a relative time
-# one of these words.
+# its best candidates' texts, `stated_date_match`). A calendar date needs a month's name, "월" or an ISO date
+# (a bare number does not: "#123", "3 kids"); a relative time one of these words.
 _WORD = re.compile(r"[a-z]+")
+_ISO = re.compile(r"\d{4}-[01]\d")
 _RELATIVE_WORDS = ("yesterday", "today", "week", "month", "last", "ago", "어제", "어젯", "오늘", "지난", "저번",
                    "이번", "작년", " 전")
 
 
 def _may_name_date(low: str) -> bool:
-    return any(ch.isdigit() for ch in low) or not _MONTHS.keys().isdisjoint(_WORD.findall(low))
+    return "월" in low or not _MONTHS.keys().isdisjoint(_WORD.findall(low)) or bool(_ISO.search(low))
 
 
 def _may_be_relative(low: str) -> bool:

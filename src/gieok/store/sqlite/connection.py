@@ -47,6 +47,7 @@ class VecCache:
     seqs: np.ndarray            # int64 row seqs
     mat: np.ndarray             # float32 (n, dim), L2-normalised
     gen: int                    # highest embed_gen loaded
+    created: np.ndarray         # datetime64[us] creation times (they never change): date-window searches
 
 
 class SQLiteBase:
