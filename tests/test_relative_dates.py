@@ -3,12 +3,14 @@ as windows of a query and of a stored message (read as of its writing)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from gieok.retrieval.query_dates import query_windows, stated_date_match
 from gieok.retrieval.relative_dates import relative_windows
+from tests.conftest import e5_service
 
 MONDAY = datetime(2023, 4, 17, 12, 0, tzinfo=UTC)
 
@@ -65,3 +67,21 @@ def test_a_message_saying_last_friday_is_about_that_day() -> None:
     assert stated_date_match("We shipped the release last Friday.", MONDAY, on_14) == 1.0
     assert stated_date_match("지난 금요일에 릴리스를 배포했어.", MONDAY, on_14) == 1.0
     assert stated_date_match("We shipped the release two weekends ago.", MONDAY, on_14) == 0.0
+
+
+async def test_what_did_we_do_last_friday_shows_that_day(tmp_path: Path) -> None:
+    # A question of question words and a relative day only ("지난 금요일에 뭐 했어?"): the rows of that day, not
+    # the newest ones; in English, of two fixes the one made that day.
+    friday = datetime(2023, 4, 14, 15, tzinfo=UTC)
+    rows = [("금요일에 가격 정책 회의를 했다", friday), ("월요일에 배포 준비를 시작했다", MONDAY),
+            ("We fixed the signup bug", MONDAY), ("We fixed the login bug", friday)]
+    async with e5_service(tmp_path, [c for c, _ in rows], created=[t for _, t in rows]) as svc:
+        f = svc.filters("alice")
+        now = MONDAY + timedelta(hours=2)
+        out = await svc.search(f, "지난 금요일에 뭐 했어?", now=now, limit=5)
+        assert out.hits[0].memory.content == rows[0][0] and rows[1][0] not in {h.memory.content for h in out.hits[:2]}
+        for query in ("what did we fix last Friday?", "지난 금요일에 고친 버그"):
+            out = await svc.search(f, query, now=now, limit=5)
+            got = [h.memory.content for h in out.hits]
+            assert rows[3][0] in got and (rows[2][0] not in got or got.index(rows[3][0]) < got.index(rows[2][0])), \
+                (query, got)
