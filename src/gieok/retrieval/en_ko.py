@@ -23,6 +23,7 @@ second query vector, as the bridge has for Korean queries, lost 0.03 at recall@1
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -87,29 +88,36 @@ def _heard_en(word: str) -> str:
     return _DOUBLED.sub(r"\1", s)
 
 
+@functools.lru_cache(maxsize=16384)
 def _heard_ko(word: str) -> str:
     # "eu" is the vowel ㅡ that Korean puts after a consonant with none (스 of 스토어): not heard in English.
+    # Remembered: the same rows' words come back search after search, and romanising them was most of the cost
+    # of an English query over Korean memory's sound matching.
     return _DOUBLED.sub(r"\1", anyascii(word).lower().replace("eu", ""))
 
 
-def _sounds_like(w: str, pool: Sequence[str]) -> str | None:
-    """The pool's Hangul word (its stem) that sounds most like the English word `w`, if any is close enough:
-    네트워킹 for networking, 타투 for tattoo, 민수 for Minsu."""
-    target = _heard_en(w)
-    best, best_r = None, _SOUND_RATIO
-    seen: set[str] = set()
+def _pool_sounds(pool: Sequence[str]) -> list[tuple[str, str]]:
+    """Each distinct stem of the pool's Hangul words, with how it sounds, in the pool's order."""
+    out: dict[str, str] = {}
     for text in pool:
         for h in _HANGUL_WORD.findall(text):
             stem = query_stem(h)
-            if len(stem) < 2 or stem in seen:
-                continue
-            seen.add(stem)
-            k = _heard_ko(stem)
-            if not k or k[0] != target[0] or abs(len(k) - len(target)) > 3:
-                continue    # the first sound and the length rule out most words before difflib is asked
-            sm = difflib.SequenceMatcher(None, target, k)
-            if sm.quick_ratio() >= best_r and (r := sm.ratio()) >= best_r:
-                best, best_r = stem, r
+            if len(stem) >= 2 and stem not in out:
+                out[stem] = _heard_ko(stem)
+    return list(out.items())
+
+
+def _sounds_like(w: str, sounds: Sequence[tuple[str, str]]) -> str | None:
+    """The pool's Hangul word (its stem) that sounds most like the English word `w`, if any is close enough:
+    네트워킹 for networking, 타투 for tattoo, 민수 for Minsu. `sounds`: `_pool_sounds` of the pool."""
+    target = _heard_en(w)
+    best, best_r = None, _SOUND_RATIO
+    for stem, k in sounds:
+        if not k or k[0] != target[0] or abs(len(k) - len(target)) > 3:
+            continue    # the first sound and the length rule out most words before difflib is asked
+        sm = difflib.SequenceMatcher(None, target, k)
+        if sm.quick_ratio() >= best_r and (r := sm.ratio()) >= best_r:
+            best, best_r = stem, r
     return best
 
 
@@ -131,6 +139,7 @@ def korean_terms(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
     index = by_stem()
     known = [list(t) for t in have]
     out: list[list[str]] = []
+    sounds: list[tuple[str, str]] | None = None     # the pool's words by sound, read once if needed
     for w in words:
         cands = index.get(stem_word(w), ())
         first: dict[str, int] = {}
@@ -140,7 +149,9 @@ def korean_terms(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
                     first[c] = rank
         if not first and len(w) >= _SOUND_MIN:
             # No translation the memory uses: the word may be written in Hangul as it sounds (네트워킹, 타투).
-            heard = _sounds_like(w, pool)
+            if sounds is None:
+                sounds = _pool_sounds(pool)
+            heard = _sounds_like(w, sounds)
             if heard:
                 first[heard] = 0
         for c in sorted(first, key=first.__getitem__)[:top]:
