@@ -84,6 +84,20 @@ def test_the_dictionary_knows_what_the_model_does_not(word: str, sense: str) -> 
 def test_the_dictionary_has_no_senses_for_what_it_does_not_know() -> None:
     assert ko_lexicon.senses("퀵슬롯바") == ()
     assert ko_lexicon.senses("Caroline") == ()
+    # A loanword that is no headword is known only by its first syllables, which are another word.
+    assert "peak" in ko_lexicon.senses("피크닉") and ko_lexicon.senses("피크닉", by_first_syllables=False) == ()
+    assert "hiking" in ko_lexicon.senses("하이킹하", by_first_syllables=True)
+
+
+async def test_a_loanword_known_only_by_its_first_syllables_takes_the_models_words(tmp_path: Path) -> None:
+    # 피크닉 is no headword; by its first syllables (피크, "peak") the dictionary offered senses this memory does
+    # not use, and the word was then given no English at all. As a word the dictionary does not know, it takes
+    # the model's nearest words of the user's vocabulary.
+    async with e5_service(tmp_path, ["We had a picnic in the park with sandwiches",
+                                     "I went camping with my family"]) as service:
+        assert service.embedder is not None
+        br = await bridge_query(service.store, service.embedder, "alice", "Caroline은 언제 피크닉을 했어?")
+        assert ["picnic"] in br.terms and br.english == "Caroline picnic", br
 
 
 def test_dictionary_senses_are_kept_when_the_users_memory_uses_them() -> None:

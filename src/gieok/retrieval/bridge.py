@@ -276,10 +276,12 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
         if got:
             render[w] = " ".join(terms[index[t]] for t in got[0])
             from_dictionary.extend(t for t in got if t not in from_dictionary and t not in known)
-        elif not senses:
-            # A word the dictionary does not know (a loanword, a name): the model's nearest words. One it knows
-            # but none of whose senses this user's memory uses is about something the memory does not hold:
-            # the nearest words of a small vocabulary are then noise ("고양이 사료" → time, cache).
+        elif not senses or not (ko_lexicon.senses(written, by_first_syllables=False)
+                                or ko_lexicon.senses(w, by_first_syllables=False)):
+            # A word the dictionary does not know (a loanword, a name), or knows only by its first syllables
+            # (피크닉 by 피크, "peak"): the model's nearest words. One it knows but none of whose senses this
+            # user's memory uses is about something the memory does not hold: the nearest words of a small
+            # vocabulary are then noise ("고양이 사료" → time, cache).
             got = [[stem_word(x)] for x in near[i]]
             if near[i]:
                 render[w] = near[i][0]

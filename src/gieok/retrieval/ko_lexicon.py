@@ -79,13 +79,15 @@ async def ready() -> dict[str, str]:
 
 
 @lru_cache(maxsize=8192)
-def senses(word: str) -> tuple[str, ...]:
-    """English senses of a Korean query word (stem), from the first of its lemmas the dictionary knows."""
+def senses(word: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
+    """English senses of a Korean query word (stem), from the first of its lemmas the dictionary knows.
+    `by_first_syllables=False`: only a lemma that is itself a headword (a loanword is often not one, and its
+    first syllables are another word: 피크닉 → 피크, "peak")."""
     table = senses_table()
     for cand in lemmas(word):
         # A longer word also by its first syllables, where a compound or an unlisted ending follows a headword
         # ("가능성" → 가능, "하이킹하" → 하이킹).
-        got = table.get(cand) or (table.get(cand[:-1]) if len(cand) > 2 else None)
+        got = table.get(cand) or (table.get(cand[:-1]) if by_first_syllables and len(cand) > 2 else None)
         if got:
             return tuple(dict.fromkeys(s.strip() for s in got.split(";") if s.strip()))
     return ()
