@@ -37,11 +37,31 @@ def days(text: str, now: datetime = MONDAY) -> list[tuple[str, str]]:
     ("이틀 전", [("2023-04-14", "2023-04-17")]),
     ("한 달 전에", [("2023-03-03", "2023-04-03")]),
     ("작년 여름", [("2022-01-01", "2023-01-01")]),
+    # Ahead.
+    ("what's on tomorrow?", [("2023-04-18", "2023-04-19")]),
+    ("tonight's deploy", [("2023-04-17", "2023-04-18")]),
+    ("next Friday's demo", [("2023-04-21", "2023-04-22")]),
+    ("next weekend trip", [("2023-04-22", "2023-04-24")]),
+    ("plans for next week", [("2023-04-24", "2023-05-01")]),
+    ("next month", [("2023-05-01", "2023-06-01")]),
+    ("next year", [("2024-01-01", "2025-01-01")]),
+    ("in 3 days", [("2023-04-19", "2023-04-22")]),
+    ("내일 할 일", [("2023-04-18", "2023-04-19")]),
+    ("모레 회의", [("2023-04-19", "2023-04-20")]),
+    ("다음 주 금요일 회의", [("2023-04-28", "2023-04-29")]),
+    ("다음 주 회의", [("2023-04-24", "2023-05-01")]),
+    ("다음 주말", [("2023-04-22", "2023-04-24")]),
+    ("다음 달 일정", [("2023-05-01", "2023-06-01")]),
+    ("내년 계획", [("2024-01-01", "2025-01-01")]),
+    ("3일 후", [("2023-04-19", "2023-04-22")]),
+    ("한 달 뒤", [("2023-05-02", "2023-06-02")]),
     # Not relative times: another word, the year before last, a number inside a word.
     ("at last the build passed", []),
     ("재작년", []),
     ("우리한 달력", []),
     ("the past few weeks were busy", []),
+    ("next time", []),
+    ("다음에 보자", []),
 ])
 def test_relative_windows(text: str, want: list[tuple[str, str]]) -> None:
     assert days(text) == want
@@ -67,6 +87,13 @@ def test_a_message_saying_last_friday_is_about_that_day() -> None:
     assert stated_date_match("We shipped the release last Friday.", MONDAY, on_14) == 1.0
     assert stated_date_match("지난 금요일에 릴리스를 배포했어.", MONDAY, on_14) == 1.0
     assert stated_date_match("We shipped the release two weekends ago.", MONDAY, on_14) == 0.0
+    # Written a week before, about the day ahead.
+    week_before = MONDAY - timedelta(days=7)
+    assert stated_date_match("Next Friday we ship the release.", week_before, on_14) == 1.0
+    assert stated_date_match("이번 주 금요일 말고 다음 주 금요일에 배포해.", week_before - timedelta(days=7), on_14) == 1.0
+    # And a question about tomorrow meets the message that said "tomorrow" today.
+    tomorrow = query_windows("what is planned for tomorrow?", MONDAY)
+    assert stated_date_match("내일 릴리스를 배포한다", MONDAY - timedelta(hours=3), tomorrow) == 1.0
 
 
 async def test_what_did_we_do_last_friday_shows_that_day(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Relative times people write that the date-range reader (gieok.core.dates) does not: "last weekend", "last
-Friday", "two weeks ago", "last night", "last year", "지난 주말", "지난주 금요일", "3일 전", "한 달 전", "작년".
+Friday", "two weeks ago", "last night", "last year", "지난 주말", "지난주 금요일", "3일 전", "한 달 전", "작년", and
+ahead: "tomorrow", "next Friday", "next week", "in 3 days", "내일", "다음 주 금요일", "다음 달", "3일 후".
 
 Each becomes a time window as of `now`: the moment a query is asked, or the moment a stored message was
 written (gieok.retrieval.query_dates.stated_date_match: "last Friday" in a message of Monday 17 April is 14
@@ -68,6 +69,50 @@ def _last_year(now: datetime) -> Window:
     return datetime(now.year - 1, 1, 1, tzinfo=UTC), datetime(now.year, 1, 1, tzinfo=UTC)
 
 
+def _next_year(now: datetime) -> Window:
+    return datetime(now.year + 1, 1, 1, tzinfo=UTC), datetime(now.year + 2, 1, 1, tzinfo=UTC)
+
+
+def _day(now: datetime, offset: int) -> Window:
+    day = _today(now) + offset * _DAY
+    return day, day + _DAY
+
+
+def _next_weekend(now: datetime) -> Window:
+    """The coming weekend; said on a Saturday or Sunday, the one after."""
+    today = _today(now)
+    sat = today + timedelta(days=(5 - today.weekday()) % 7 or 7)
+    return sat, sat + 2 * _DAY
+
+
+def _next_weekday(now: datetime, weekday: int) -> Window:
+    """The first such weekday after today ("next Friday", said on a Friday, is a week on)."""
+    return _day(now, (weekday - _today(now).weekday()) % 7 or 7)
+
+
+def _next_weeks_day(now: datetime, weekday: int) -> Window:
+    """That weekday of next week ("다음 주 금요일")."""
+    today = _today(now)
+    return _day(now, 7 - today.weekday() + weekday)
+
+
+def _next_week(now: datetime) -> Window:
+    start = _today(now) - timedelta(days=_today(now).weekday()) + 7 * _DAY
+    return start, start + 7 * _DAY
+
+
+def _next_month(now: datetime) -> Window:
+    y, m = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
+    y2, m2 = (y + 1, 1) if m == 12 else (y, m + 1)
+    return datetime(y, m, 1, tzinfo=UTC), datetime(y2, m2, 1, tzinfo=UTC)
+
+
+def _later(now: datetime, n: int, unit: str) -> Window:
+    length, half = _UNITS[unit]
+    centre = _today(now) + timedelta(days=n * length)
+    return centre - timedelta(days=half), centre + timedelta(days=half + 1)
+
+
 def _count(word: str) -> int:
     w = " ".join(word.lower().split())
     return int(w) if w.isdigit() else _EN_NUMBERS.get(w) or _KO_NUMBERS.get(w, 0)
@@ -94,6 +139,27 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
     (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*전"),
      lambda m, now: _ago(now, _count(m["n"]), m["u"]) if _count(m["n"]) else None),
     (re.compile(r"(?P<d>하루|이틀|사흘|나흘)\s*전"), lambda m, now: _ago(now, _KO_DAYS[m["d"]], "일")),
+    # Ahead: what is planned ("what's on tomorrow?", "다음 주 금요일 회의"), and a message about it written before.
+    (re.compile(r"\btomorrow\b", re.I), lambda m, now: _day(now, 1)),
+    (re.compile(r"\btonight\b", re.I), lambda m, now: _day(now, 0)),
+    (re.compile(r"\bnext\s+weekend\b", re.I), lambda m, now: _next_weekend(now)),
+    (re.compile(rf"\bnext\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", re.I),
+     lambda m, now: _next_weekday(now, _WEEKDAYS.index(m["wd"].lower()))),
+    (re.compile(r"\bnext\s+week\b", re.I), lambda m, now: _next_week(now)),
+    (re.compile(r"\bnext\s+month\b", re.I), lambda m, now: _next_month(now)),
+    (re.compile(r"\bnext\s+year\b", re.I), lambda m, now: _next_year(now)),
+    (re.compile(rf"\bin\s+(?P<n>\d{{1,3}}|{_EN_NUM})\s+(?P<u>day|week|month|year)s?\b", re.I),
+     lambda m, now: _later(now, _count(m["n"]), m["u"].lower()) if _count(m["n"]) else None),
+    (re.compile(r"내일"), lambda m, now: _day(now, 1)),
+    (re.compile(r"(?<![가-힣])모레"), lambda m, now: _day(now, 2)),
+    (re.compile(r"다음\s*주말"), lambda m, now: _next_weekend(now)),
+    (re.compile(rf"다음\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
+     lambda m, now: _next_weeks_day(now, _KO_WEEKDAYS.index(m["wd"]))),
+    (re.compile(r"다음\s*주(?![말\s]*[월화수목금토일]요일)(?!말)"), lambda m, now: _next_week(now)),
+    (re.compile(r"다음\s*달"), lambda m, now: _next_month(now)),
+    (re.compile(r"내년"), lambda m, now: _next_year(now)),
+    (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*(?:후|뒤)"),
+     lambda m, now: _later(now, _count(m["n"]), m["u"]) if _count(m["n"]) else None),
 ]
 
 
