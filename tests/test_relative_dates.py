@@ -90,7 +90,8 @@ def test_a_message_saying_last_friday_is_about_that_day() -> None:
     # Written a week before, about the day ahead.
     week_before = MONDAY - timedelta(days=7)
     assert stated_date_match("Next Friday we ship the release.", week_before, on_14) == 1.0
-    assert stated_date_match("이번 주 금요일 말고 다음 주 금요일에 배포해.", week_before - timedelta(days=7), on_14) == 1.0
+    two_weeks_before = week_before - timedelta(days=7)
+    assert stated_date_match("이번 주 금요일 말고 다음 주 금요일에 배포해.", two_weeks_before, on_14) == 1.0
     # And a question about tomorrow meets the message that said "tomorrow" today.
     tomorrow = query_windows("what is planned for tomorrow?", MONDAY)
     assert stated_date_match("내일 릴리스를 배포한다", MONDAY - timedelta(hours=3), tomorrow) == 1.0
