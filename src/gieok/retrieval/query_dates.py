@@ -111,7 +111,7 @@ def _calendar_windows(query: str, now: datetime) -> list[Window]:
 # (a bare number does not: "#123", "3 kids"); a relative time one of these words.
 _WORD = re.compile(r"[a-z]+")
 _ISO = re.compile(r"\d{4}-[01]\d")
-_RELATIVE_WORDS = ("yesterday", "day", "week", "month", "last", "ago", "tomorrow", "tonight", "next", "year",
+_RELATIVE_WORDS = ("day", "week", "month", "last", "ago", "tomorrow", "tonight", "next", "year",
                    "어제", "어젯", "오늘", "지난", "저번", "이번", "작년", " 전", "내일", "모레", "다음", "내년",
                    " 후", " 뒤")
 

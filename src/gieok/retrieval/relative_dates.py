@@ -45,44 +45,15 @@ def _weekend(now: datetime, back: int) -> Window:
     return sat, sat + 2 * _DAY
 
 
-def _last_weekday(now: datetime, weekday: int) -> Window:
-    """The latest such weekday before today ("last Friday", said on a Friday, is a week ago)."""
-    today = _today(now)
-    day = today - timedelta(days=(today.weekday() - weekday) % 7 or 7)
-    return day, day + _DAY
-
-
-def _last_weeks_day(now: datetime, weekday: int) -> Window:
-    """That weekday of last week ("지난주 금요일")."""
-    today = _today(now)
-    day = today - timedelta(days=today.weekday() + 7 - weekday)
-    return day, day + _DAY
-
-
-def _ago(now: datetime, n: int, unit: str) -> Window:
-    length, half = _UNITS[unit]
-    centre = _today(now) - timedelta(days=n * length)
-    return centre - timedelta(days=half), centre + timedelta(days=half + 1)
-
-
-def _last_year(now: datetime) -> Window:
-    return datetime(now.year - 1, 1, 1, tzinfo=UTC), datetime(now.year, 1, 1, tzinfo=UTC)
-
-
-def _next_year(now: datetime) -> Window:
-    return datetime(now.year + 1, 1, 1, tzinfo=UTC), datetime(now.year + 2, 1, 1, tzinfo=UTC)
-
-
 def _day(now: datetime, offset: int) -> Window:
+    """The day `offset` days from today."""
     day = _today(now) + offset * _DAY
     return day, day + _DAY
 
 
-def _next_weekend(now: datetime) -> Window:
-    """The coming weekend; said on a Saturday or Sunday, the one after."""
-    today = _today(now)
-    sat = today + timedelta(days=(5 - today.weekday()) % 7 or 7)
-    return sat, sat + 2 * _DAY
+def _last_weekday(now: datetime, weekday: int) -> Window:
+    """The latest such weekday before today ("last Friday", said on a Friday, is a week ago)."""
+    return _day(now, -((_today(now).weekday() - weekday) % 7 or 7))
 
 
 def _next_weekday(now: datetime, weekday: int) -> Window:
@@ -90,10 +61,33 @@ def _next_weekday(now: datetime, weekday: int) -> Window:
     return _day(now, (weekday - _today(now).weekday()) % 7 or 7)
 
 
-def _next_weeks_day(now: datetime, weekday: int) -> Window:
-    """That weekday of next week ("다음 주 금요일")."""
+def _weeks_day(now: datetime, weekday: int, weeks: int) -> Window:
+    """That weekday of the week `weeks` from this one ("지난주 금요일": -1, "다음 주 금요일": 1)."""
+    return _day(now, 7 * weeks - _today(now).weekday() + weekday)
+
+
+def _night(now: datetime) -> Window:
+    """Last night: yesterday evening, or early today."""
+    return _today(now) - _DAY, _today(now) + _DAY
+
+
+def _counted(now: datetime, n: int, unit: str, direction: int) -> Window:
+    """N units back (`direction` -1: "3 weeks ago") or ahead (1: "in 3 weeks"): a window of the unit's size
+    around the day it counts to."""
+    length, half = _UNITS[unit]
+    centre = _today(now) + direction * timedelta(days=n * length)
+    return centre - timedelta(days=half), centre + timedelta(days=half + 1)
+
+
+def _year(now: datetime, offset: int) -> Window:
+    return datetime(now.year + offset, 1, 1, tzinfo=UTC), datetime(now.year + offset + 1, 1, 1, tzinfo=UTC)
+
+
+def _next_weekend(now: datetime) -> Window:
+    """The coming weekend; said on a Saturday or Sunday, the one after."""
     today = _today(now)
-    return _day(now, 7 - today.weekday() + weekday)
+    sat = today + timedelta(days=(5 - today.weekday()) % 7 or 7)
+    return sat, sat + 2 * _DAY
 
 
 def _next_week(now: datetime) -> Window:
@@ -105,12 +99,6 @@ def _next_month(now: datetime) -> Window:
     y, m = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
     y2, m2 = (y + 1, 1) if m == 12 else (y, m + 1)
     return datetime(y, m, 1, tzinfo=UTC), datetime(y2, m2, 1, tzinfo=UTC)
-
-
-def _later(now: datetime, n: int, unit: str) -> Window:
-    length, half = _UNITS[unit]
-    centre = _today(now) + timedelta(days=n * length)
-    return centre - timedelta(days=half), centre + timedelta(days=half + 1)
 
 
 def _count(word: str) -> int:
@@ -125,20 +113,20 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
      lambda m, now: _weekend(now, _count(m["n"])) if _count(m["n"]) else None),
     (re.compile(rf"\blast\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", re.I),
      lambda m, now: _last_weekday(now, _WEEKDAYS.index(m["wd"].lower()))),
-    (re.compile(r"\blast\s+night\b", re.I), lambda m, now: (_today(now) - _DAY, _today(now) + _DAY)),
-    (re.compile(r"\blast\s+year\b", re.I), lambda m, now: _last_year(now)),
+    (re.compile(r"\blast\s+night\b", re.I), lambda m, now: _night(now)),
+    (re.compile(r"\blast\s+year\b", re.I), lambda m, now: _year(now, -1)),
     (re.compile(rf"\b(?P<n>\d{{1,3}}|{_EN_NUM})\s+(?P<u>day|week|month|year)s?\s+ago\b", re.I),
-     lambda m, now: _ago(now, _count(m["n"]), m["u"].lower()) if _count(m["n"]) else None),
+     lambda m, now: _counted(now, _count(m["n"]), m["u"].lower(), -1) if _count(m["n"]) else None),
     (re.compile(r"(?:지난|저번)\s*주말"), lambda m, now: _weekend(now, 1)),
     (re.compile(rf"(?:지난|저번)\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
-     lambda m, now: _last_weeks_day(now, _KO_WEEKDAYS.index(m["wd"]))),
+     lambda m, now: _weeks_day(now, _KO_WEEKDAYS.index(m["wd"]), -1)),
     (re.compile(rf"(?:지난|저번)\s+(?P<wd>[{_KO_WEEKDAYS}])요일"),
      lambda m, now: _last_weekday(now, _KO_WEEKDAYS.index(m["wd"]))),
-    (re.compile(r"어젯\s*밤"), lambda m, now: (_today(now) - _DAY, _today(now) + _DAY)),
-    (re.compile(r"(?<!재)작년"), lambda m, now: _last_year(now)),
+    (re.compile(r"어젯\s*밤"), lambda m, now: _night(now)),
+    (re.compile(r"(?<!재)작년"), lambda m, now: _year(now, -1)),
     (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*전"),
-     lambda m, now: _ago(now, _count(m["n"]), m["u"]) if _count(m["n"]) else None),
-    (re.compile(r"(?P<d>하루|이틀|사흘|나흘)\s*전"), lambda m, now: _ago(now, _KO_DAYS[m["d"]], "일")),
+     lambda m, now: _counted(now, _count(m["n"]), m["u"], -1) if _count(m["n"]) else None),
+    (re.compile(r"(?P<d>하루|이틀|사흘|나흘)\s*전"), lambda m, now: _counted(now, _KO_DAYS[m["d"]], "일", -1)),
     # Ahead: what is planned ("what's on tomorrow?", "다음 주 금요일 회의"), and a message about it written before.
     (re.compile(r"\btomorrow\b", re.I), lambda m, now: _day(now, 1)),
     (re.compile(r"\btonight\b", re.I), lambda m, now: _day(now, 0)),
@@ -147,19 +135,19 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
      lambda m, now: _next_weekday(now, _WEEKDAYS.index(m["wd"].lower()))),
     (re.compile(r"\bnext\s+week\b", re.I), lambda m, now: _next_week(now)),
     (re.compile(r"\bnext\s+month\b", re.I), lambda m, now: _next_month(now)),
-    (re.compile(r"\bnext\s+year\b", re.I), lambda m, now: _next_year(now)),
+    (re.compile(r"\bnext\s+year\b", re.I), lambda m, now: _year(now, 1)),
     (re.compile(rf"\bin\s+(?P<n>\d{{1,3}}|{_EN_NUM})\s+(?P<u>day|week|month|year)s?\b", re.I),
-     lambda m, now: _later(now, _count(m["n"]), m["u"].lower()) if _count(m["n"]) else None),
+     lambda m, now: _counted(now, _count(m["n"]), m["u"].lower(), 1) if _count(m["n"]) else None),
     (re.compile(r"내일"), lambda m, now: _day(now, 1)),
     (re.compile(r"(?<![가-힣])모레"), lambda m, now: _day(now, 2)),
     (re.compile(r"다음\s*주말"), lambda m, now: _next_weekend(now)),
     (re.compile(rf"다음\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
-     lambda m, now: _next_weeks_day(now, _KO_WEEKDAYS.index(m["wd"]))),
+     lambda m, now: _weeks_day(now, _KO_WEEKDAYS.index(m["wd"]), 1)),
     (re.compile(r"다음\s*주(?![말\s]*[월화수목금토일]요일)(?!말)"), lambda m, now: _next_week(now)),
     (re.compile(r"다음\s*달"), lambda m, now: _next_month(now)),
-    (re.compile(r"내년"), lambda m, now: _next_year(now)),
+    (re.compile(r"내년"), lambda m, now: _year(now, 1)),
     (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*(?:후|뒤)"),
-     lambda m, now: _later(now, _count(m["n"]), m["u"]) if _count(m["n"]) else None),
+     lambda m, now: _counted(now, _count(m["n"]), m["u"], 1) if _count(m["n"]) else None),
 ]
 
 

@@ -40,10 +40,13 @@ def rarest_terms(terms: list[list[str]], doc_freq: list[float], cap: int) -> tup
     return kept, total
 
 
-def rankable_terms(terms: list[list[str]], doc_freq: list[float], cap: int) -> list[list[str]]:
-    """The terms whose matches can all be ranked (at most `cap` rows each): above it a backend ranks only a
-    term's newest matches, which says nothing about which rows are about it."""
-    return [t for t, n in zip(terms, doc_freq, strict=True) if n <= cap]
+def rankable_terms(terms: list[list[str]], doc_freq: list[float],
+                   cap: int) -> tuple[list[list[str]], list[float]]:
+    """The terms whose matches can all be ranked (at most `cap` rows each), with their document frequencies:
+    above the cap a backend ranks only a term's newest matches, which says nothing about which rows are about
+    it."""
+    kept = [(t, n) for t, n in zip(terms, doc_freq, strict=True) if n <= cap]
+    return [t for t, _n in kept], [n for _t, n in kept]
 
 
 def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:

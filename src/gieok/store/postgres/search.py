@@ -50,12 +50,13 @@ class SearchMixin(PostgresBase):
             return []
         where, params = where_clause(f, "%s", tags_sql, ts)
         stats = await self._fts_stats()
+        freq = [stats.df(t) for t in terms]
         if rankable_only:
-            terms = rankable_terms(terms, [stats.df(t) for t in terms], self.MAX_SCORED_MATCHES)
+            terms, freq = rankable_terms(terms, freq, self.MAX_SCORED_MATCHES)
             if not terms:
                 return []
         # Bounded work on huge stores, as on SQLite (gieok.store.base.MAX_SCORED_MATCHES).
-        kept, potential = rarest_terms(terms, [stats.df(t) for t in terms], self.MAX_SCORED_MATCHES)
+        kept, potential = rarest_terms(terms, freq, self.MAX_SCORED_MATCHES)
         phrases = tsquery_params(kept)
         idf = [stats.idf(t) for t in kept]
         newest = potential > self.MAX_SCORED_MATCHES

@@ -7,7 +7,7 @@ incrementally through `embed_gen` (the stdlib `sqlite3` cannot load sqlite-vec; 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -28,7 +28,7 @@ _TIME = "datetime64[us]"
 
 def _as_time(dt: datetime) -> np.datetime64:
     """`dt` as the cache's creation times hold it (UTC, naive)."""
-    return np.datetime64(iso(dt)[:-1], "us")  # type: ignore[index]
+    return np.datetime64(dt.astimezone(UTC).replace(tzinfo=None), "us")
 
 
 def fts5_query(terms: list[list[str]]) -> str:
@@ -126,8 +126,7 @@ class SearchMixin(SQLiteBase):
         # A phrase matches no more rows than its rarest token.
         freq: list[float] = [min(df.get(t, 0) for t in term) for term in terms]
         if rankable_only:
-            terms = rankable_terms(terms, freq, self.MAX_SCORED_MATCHES)
-            freq = [n for n in freq if n <= self.MAX_SCORED_MATCHES]
+            terms, freq = rankable_terms(terms, freq, self.MAX_SCORED_MATCHES)
             if not terms:
                 return [], 0
         kept, total = rarest_terms(terms, freq, self.MAX_SCORED_MATCHES)
