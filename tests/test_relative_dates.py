@@ -37,6 +37,15 @@ def days(text: str, now: datetime = MONDAY) -> list[tuple[str, str]]:
     ("이틀 전", [("2023-04-14", "2023-04-17")]),
     ("한 달 전에", [("2023-03-03", "2023-04-03")]),
     ("작년 여름", [("2022-01-01", "2023-01-01")]),
+    ("재작년 겨울", [("2021-01-01", "2022-01-01")]),
+    ("the day before yesterday", [("2023-04-15", "2023-04-16")]),
+    ("그저께 회의", [("2023-04-15", "2023-04-16")]),
+    ("그제 본 영화", [("2023-04-15", "2023-04-16")]),
+    # This week's, behind or ahead.
+    ("this Friday's demo", [("2023-04-21", "2023-04-22")]),
+    ("this weekend", [("2023-04-22", "2023-04-24")]),
+    ("이번 주 금요일", [("2023-04-21", "2023-04-22")]),
+    ("이번 주말에 뭐 해?", [("2023-04-22", "2023-04-24")]),
     # Ahead.
     ("what's on tomorrow?", [("2023-04-18", "2023-04-19")]),
     ("tonight's deploy", [("2023-04-17", "2023-04-18")]),
@@ -48,6 +57,8 @@ def days(text: str, now: datetime = MONDAY) -> list[tuple[str, str]]:
     ("in 3 days", [("2023-04-19", "2023-04-22")]),
     ("내일 할 일", [("2023-04-18", "2023-04-19")]),
     ("모레 회의", [("2023-04-19", "2023-04-20")]),
+    ("글피", [("2023-04-20", "2023-04-21")]),
+    ("the day after tomorrow", [("2023-04-19", "2023-04-20")]),
     ("다음 주 금요일 회의", [("2023-04-28", "2023-04-29")]),
     ("다음 주 회의", [("2023-04-24", "2023-05-01")]),
     ("다음 주말", [("2023-04-22", "2023-04-24")]),
@@ -57,7 +68,9 @@ def days(text: str, now: datetime = MONDAY) -> list[tuple[str, str]]:
     ("한 달 뒤", [("2023-05-02", "2023-06-02")]),
     # Not relative times: another word, the year before last, a number inside a word.
     ("at last the build passed", []),
-    ("재작년", []),
+    ("this time it worked", []),
+    ("그제야 알았다", []),
+    ("그제서야", []),
     ("우리한 달력", []),
     ("the past few weeks were busy", []),
     ("next time", []),
@@ -72,6 +85,9 @@ def test_on_a_weekend_or_that_weekday_it_counts_back_a_week() -> None:
     friday = datetime(2023, 4, 14, 9, tzinfo=UTC)
     assert days("last weekend", sunday) == [("2023-04-08", "2023-04-10")]
     assert days("last Friday", friday) == [("2023-04-07", "2023-04-08")]
+    saturday = datetime(2023, 4, 15, 9, tzinfo=UTC)
+    assert days("this weekend", saturday) == [("2023-04-15", "2023-04-17")]
+    assert days("this Friday", saturday) == [("2023-04-14", "2023-04-15")]
 
 
 def test_query_windows_read_them_the_most_specific_first() -> None:
@@ -80,6 +96,9 @@ def test_query_windows_read_them_the_most_specific_first() -> None:
     # "지난 주말" is the weekend, not last week.
     assert [(a.date().isoformat(), b.date().isoformat()) for a, b in query_windows("지난 주말", MONDAY)] == \
         [("2023-04-15", "2023-04-17")]
+    # "the day before yesterday" is not also yesterday.
+    assert [(a.date().isoformat(), b.date().isoformat()) for a, b in
+            query_windows("what did I do the day before yesterday?", MONDAY)] == [("2023-04-15", "2023-04-16")]
 
 
 def test_a_message_saying_last_friday_is_about_that_day() -> None:

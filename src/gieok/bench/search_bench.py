@@ -16,6 +16,7 @@ Three things are timed per query, over the same vectors:
 
 from __future__ import annotations
 
+import contextlib
 import random
 import statistics
 import tempfile
@@ -28,12 +29,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gieok.bench.scale import _embedded_postgres, _fresh
 from gieok.core.models import SearchFilters
 from gieok.memory.ingest import MessageIn, prepare
 from gieok.retrieval.ranking import get_recipe
 from gieok.retrieval.search import search
 from gieok.store.base import ColdResult
-from gieok.store.sqlite import SQLiteStore
+
+BACKENDS = ("sqlite", "postgres")
 
 _MODEL = "bench/clustered-384"
 _SYLLABLES = "ka ri mo te su na lo pe vi da ne ko ru shi ta mi zo be ga lu".split()
@@ -91,16 +94,20 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, dim: int = 384,
+                           backend: str = "sqlite", pg_url: str | None = None,
                            echo: Callable[[str], Any] = print) -> dict[str, Any]:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: {backend!r} is not one of {', '.join(BACKENDS)}")
     rng = np.random.default_rng(7)
     prng = random.Random(7)
     vecs = clustered(n, dim, max(1, n // 500), rng)
     qs = clustered(queries, dim, max(1, n // 500), rng)
     base = datetime(2025, 1, 1, tzinfo=UTC)
-    with tempfile.TemporaryDirectory(prefix="gieok-search-bench-") as tmp:
-        store = SQLiteStore(f"sqlite:///{Path(tmp) / 'bench.db'}")
-        await store.open()
-        try:
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gieok-search-bench-")))
+        if backend == "postgres" and pg_url is None:
+            pg_url = stack.enter_context(_embedded_postgres(echo))
+        async with _fresh(backend, n, tmp, pg_url) as (store, _url):
             t0 = time.perf_counter()
             vocab, weights = _vocabulary(prng)
             pairs = _korean_pairs(prng)
@@ -118,6 +125,11 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
                                        for (m, _), v in zip(rows, vecs, strict=True)], base)
             # What the librarian adds: each message's full-text entry holds its session neighbours' words.
             await store.refresh_context([m.id for m, _ in rows])
+            if backend == "postgres":
+                # Its full-text ranking reads lexeme frequencies from the planner's statistics (as a server's
+                # autovacuum would have gathered them by now), and its plans need them too.
+                async with store._conn() as con:   # type: ignore[attr-defined]
+                    await con.execute("VACUUM ANALYZE memory")
             load_s = time.perf_counter() - t0
             f = SearchFilters(user_id="bench")
             t0 = time.perf_counter()
@@ -183,10 +195,8 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
                 await search(store, emb, f, query, limit=k, recipe=recipe, now=base + timedelta(days=qi % 90),
                              fallback_threshold=0.0)
                 en_ko_t.append(time.perf_counter() - t0)
-        finally:
-            await store.close()
 
-    res = {"n": n, "dim": dim, "queries": queries, "k": k, "load_s": round(load_s, 1),
+    res = {"backend": backend, "n": n, "dim": dim, "queries": queries, "k": k, "load_s": round(load_s, 1),
            "cache_build_s": round(cache_s, 2), "recall_vs_exact": round(statistics.mean(agree), 4),
            "bridge_vocabulary": len(latin)}
     for name, ts in (("exact_numpy", exact_t), ("store_vector_search", store_t), ("full_search", full_t),
@@ -194,7 +204,7 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
                      ("full_search_korean_bridge", ko_t), ("full_search_english_over_korean", en_ko_t)):
         res[f"{name}_p50_ms"] = round(statistics.median(ts) * 1e3, 2)
         res[f"{name}_p95_ms"] = round(_pct(ts, 95) * 1e3, 2)
-    echo(f"{n} memories of one user, {dim}-d clustered vectors, {queries} queries, top {k} "
+    echo(f"{backend}: {n} memories of one user, {dim}-d clustered vectors, {queries} queries, top {k} "
          f"(loaded in {res['load_s']} s; first query builds the matrix cache in {res['cache_build_s']} s)")
     echo(f"exact numpy KNN       : p50 {res['exact_numpy_p50_ms']:7.2f} ms   p95 {res['exact_numpy_p95_ms']:7.2f} ms")
     echo(f"store.vector_search   : p50 {res['store_vector_search_p50_ms']:7.2f} ms   "

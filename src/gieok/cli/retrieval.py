@@ -79,11 +79,16 @@ def bench_search(
     n: Annotated[int, typer.Option(help="Memories of one user to search over.")] = 100_000,
     queries: Annotated[int, typer.Option(help="Queries to time.")] = 200,
     k: Annotated[int, typer.Option(help="Results per query.")] = 10,
+    backend: Annotated[str, typer.Option(help="sqlite or postgres.")] = "sqlite",
+    pg: Annotated[str | None, typer.Option(help="PostgreSQL server URL to create a scratch database on "
+                                                 "(default: start an embedded server).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
 ) -> None:
-    """Vector search p50/p95 over N memories, next to exact numpy KNN over the same vectors."""
-    from gieok.bench.search_bench import run_search_bench
-    res = asyncio.run(run_search_bench(n=n, queries=queries, k=k,
+    """Search p50/p95 over N memories of one user (vector, hybrid, dated, Korean), next to exact numpy KNN."""
+    from gieok.bench.search_bench import BACKENDS, run_search_bench
+    if backend not in BACKENDS:
+        raise typer.BadParameter(f"{backend!r}: use one of {', '.join(BACKENDS)}", param_hint="--backend")
+    res = asyncio.run(run_search_bench(n=n, queries=queries, k=k, backend=backend, pg_url=pg,
                                        echo=(lambda s: None) if as_json else typer.echo))
     if as_json:
         typer.echo(json.dumps(res))

@@ -38,7 +38,7 @@ _PATTERNS = [
     re.compile(r"(?:(?P<year>(?:19|20)\d\d)\s*년\s*)?(?P<mon>1[0-2]|0?[1-9])\s*월(?:\s*(?P<day>[0-3]?\d)\s*일)?"),
 ]
 # "지난 주말" is last weekend (gieok.retrieval.relative_dates), not last week.
-_RELATIVE = re.compile(r"\b(yesterday|today|last week|this week|last month|this month)\b|"
+_RELATIVE = re.compile(r"\b((?<!before )yesterday|today|last week|this week|last month|this month)\b|"
                        r"(어제|오늘|지난\s*주(?!말)|저번\s*주(?!말)|이번\s*주(?!말)|지난\s*달|저번\s*달|이번\s*달)",
                        re.I)
 
@@ -113,7 +113,7 @@ _WORD = re.compile(r"[a-z]+")
 _ISO = re.compile(r"\d{4}-[01]\d")
 _RELATIVE_WORDS = ("day", "week", "month", "last", "ago", "tomorrow", "tonight", "next", "year",
                    "어제", "어젯", "오늘", "지난", "저번", "이번", "작년", " 전", "내일", "모레", "다음", "내년",
-                   " 후", " 뒤")
+                   " 후", " 뒤", "그저께", "그제", "글피")
 
 
 def _may_name_date(low: str) -> bool:

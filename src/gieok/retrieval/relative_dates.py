@@ -1,6 +1,8 @@
 """Relative times people write that the date-range reader (gieok.core.dates) does not: "last weekend", "last
-Friday", "two weeks ago", "last night", "last year", "지난 주말", "지난주 금요일", "3일 전", "한 달 전", "작년", and
-ahead: "tomorrow", "next Friday", "next week", "in 3 days", "내일", "다음 주 금요일", "다음 달", "3일 후".
+Friday", "two weeks ago", "last night", "last year", "the day before yesterday", "지난 주말", "지난주 금요일",
+"3일 전", "한 달 전", "작년", "재작년", "그저께"; this week's: "this Friday", "this weekend", "이번 주 금요일",
+"이번 주말"; and ahead: "tomorrow", "the day after tomorrow", "next Friday", "next week", "in 3 days", "내일",
+"모레", "글피", "다음 주 금요일", "다음 달", "3일 후".
 
 Each becomes a time window as of `now`: the moment a query is asked, or the moment a stored message was
 written (gieok.retrieval.query_dates.stated_date_match: "last Friday" in a message of Monday 17 April is 14
@@ -90,6 +92,12 @@ def _next_weekend(now: datetime) -> Window:
     return sat, sat + 2 * _DAY
 
 
+def _this_weekend(now: datetime) -> Window:
+    """This week's Saturday and Sunday (on a weekday, the coming one; on the weekend, the one under way)."""
+    sat = _today(now) + timedelta(days=5 - _today(now).weekday())
+    return sat, sat + 2 * _DAY
+
+
 def _next_week(now: datetime) -> Window:
     start = _today(now) - timedelta(days=_today(now).weekday()) + 7 * _DAY
     return start, start + 7 * _DAY
@@ -114,6 +122,7 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
     (re.compile(rf"\blast\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", re.I),
      lambda m, now: _last_weekday(now, _WEEKDAYS.index(m["wd"].lower()))),
     (re.compile(r"\blast\s+night\b", re.I), lambda m, now: _night(now)),
+    (re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b", re.I), lambda m, now: _day(now, -2)),
     (re.compile(r"\blast\s+year\b", re.I), lambda m, now: _year(now, -1)),
     (re.compile(rf"\b(?P<n>\d{{1,3}}|{_EN_NUM})\s+(?P<u>day|week|month|year)s?\s+ago\b", re.I),
      lambda m, now: _counted(now, _count(m["n"]), m["u"].lower(), -1) if _count(m["n"]) else None),
@@ -124,11 +133,22 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
      lambda m, now: _last_weekday(now, _KO_WEEKDAYS.index(m["wd"]))),
     (re.compile(r"어젯\s*밤"), lambda m, now: _night(now)),
     (re.compile(r"(?<!재)작년"), lambda m, now: _year(now, -1)),
+    (re.compile(r"재작년"), lambda m, now: _year(now, -2)),
+    # 그제 also begins 그제야 / 그제서야 ("only then").
+    (re.compile(r"그저께|그제(?![야서])"), lambda m, now: _day(now, -2)),
     (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*전"),
      lambda m, now: _counted(now, _count(m["n"]), m["u"], -1) if _count(m["n"]) else None),
     (re.compile(r"(?P<d>하루|이틀|사흘|나흘)\s*전"), lambda m, now: _counted(now, _KO_DAYS[m["d"]], "일", -1)),
+    # This week's: a weekday may be behind or ahead ("this Friday" said on Monday is ahead, on Saturday behind).
+    (re.compile(rf"\bthis\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", re.I),
+     lambda m, now: _weeks_day(now, _WEEKDAYS.index(m["wd"].lower()), 0)),
+    (re.compile(r"\bthis\s+weekend\b", re.I), lambda m, now: _this_weekend(now)),
+    (re.compile(rf"이번\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
+     lambda m, now: _weeks_day(now, _KO_WEEKDAYS.index(m["wd"]), 0)),
+    (re.compile(r"이번\s*주말"), lambda m, now: _this_weekend(now)),
     # Ahead: what is planned ("what's on tomorrow?", "다음 주 금요일 회의"), and a message about it written before.
-    (re.compile(r"\btomorrow\b", re.I), lambda m, now: _day(now, 1)),
+    (re.compile(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", re.I), lambda m, now: _day(now, 2)),
+    (re.compile(r"(?<!after )\btomorrow\b", re.I), lambda m, now: _day(now, 1)),
     (re.compile(r"\btonight\b", re.I), lambda m, now: _day(now, 0)),
     (re.compile(r"\bnext\s+weekend\b", re.I), lambda m, now: _next_weekend(now)),
     (re.compile(rf"\bnext\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", re.I),
@@ -140,6 +160,7 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
      lambda m, now: _counted(now, _count(m["n"]), m["u"].lower(), 1) if _count(m["n"]) else None),
     (re.compile(r"내일"), lambda m, now: _day(now, 1)),
     (re.compile(r"(?<![가-힣])모레"), lambda m, now: _day(now, 2)),
+    (re.compile(r"(?<![가-힣])글피"), lambda m, now: _day(now, 3)),
     (re.compile(r"다음\s*주말"), lambda m, now: _next_weekend(now)),
     (re.compile(rf"다음\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
      lambda m, now: _weeks_day(now, _KO_WEEKDAYS.index(m["wd"]), 1)),
