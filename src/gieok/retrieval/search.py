@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import anyio
 
@@ -47,6 +47,7 @@ from gieok.store.base import Store, Vector
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 # What a search says when the semantic search found nothing close: for the person or agent reading it (the
@@ -172,20 +173,27 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 if recipe.use_vectors:
                     tg.start_soon(bridge)   # a Korean query's words, embedded while the searches run
     except BaseExceptionGroup as group:
-        # Callers handle a store error as such, not wrapped in a group. One failure is raised as it is, with
-        # its own cause; when both searches failed, the first stands for them with the group as its cause,
-        # so the other failure is not lost.
-        first = group.exceptions[0]
-        if len(group.exceptions) == 1:
-            raise first  # noqa: B904 - `from` would replace the error's own cause
-        raise first from group
+        _raise_first(group)
     if kw_hits is None and qvec is None:
         await keywords()        # no vectors to go by: keywords answer
+    # The candidates' vectors are fetched beside the searches that still add a few candidates (an English
+    # query's Korean words, a Korean query's feedback words); only those few are fetched after.
+    prefetched: dict[str, Vector] = {}
+    asked: set[str] = set()
+
+    async def vectors_of(ids: set[str]) -> dict[str, Vector]:
+        if qvec is None or embedder is None or not ids:
+            return {}
+        asked.update(ids)
+        return await store.get_vectors(sorted(ids), embedder.name)
+
+    found_ids = {m.id for m, _ in vec_hits} | {m.id for m, _ in kw_hits or []}
     if vec_hits and kw_hits is not None and text_script(query) == LATIN:
         # An English query over Korean memory: the Korean nouns that translate its words, among those its best
         # Korean rows use, are the query's own words for Korean rows as a Korean query's synonyms are (merged,
         # and shown by a fallback, the same way). After the vector search, whose rows choose them.
-        ko_terms, ko_hits = await _korean_terms(store, f, query, terms, vec_hits, recipe)
+        (ko_terms, ko_hits), prefetched = await _both(_korean_terms(store, f, query, terms, vec_hits, recipe),
+                                                      vectors_of(found_ids))
         synonyms.extend(ko_terms)
         synonym_hits.extend(ko_hits)
         # The vector search's own rows chose those words, so matching them is no evidence that the search found
@@ -218,10 +226,13 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             # Only words whose matches the store can rank all of: the words a big store's rows nearly all hold
             # (shared by any 3 rows) tell no row apart, and ranking them cost a Korean search at 100,000
             # memories a third of its time.
-            for m, bm in await store.keyword_search(f, more, use_recipe.feedback_candidates, rankable_only=True):
+            found, prefetched = await _both(
+                store.keyword_search(f, more, use_recipe.feedback_candidates, rankable_only=True),
+                vectors_of(set(cands)))
+            for m, bm in found:
                 cands.setdefault(m.id, Candidate(m)).feedback = bm
     if qvec is not None and embedder is not None and cands:
-        vecs = await store.get_vectors(list(cands), embedder.name)
+        vecs = prefetched | await vectors_of(set(cands) - asked)
         for mid, c in cands.items():
             v = vecs.get(mid)
             if v is not None:
@@ -322,6 +333,31 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     if FALLBACK_NOTE in notes and (not hits or any(h.parts.get("date") and not h.parts.get("bm25") for h in hits)):
         notes[notes.index(FALLBACK_NOTE)] = FALLBACK_DATES_NOTE if hits else NOTHING_NOTE
     return SearchOutcome(hits, mode, notes)
+
+
+def _raise_first(group: BaseExceptionGroup) -> NoReturn:
+    """Callers handle a store error as such, not wrapped in a group. One failure is raised as it is, with its
+    own cause; when both searches failed, the first stands for them with the group as its cause, so the other
+    failure is not lost."""
+    first = group.exceptions[0]
+    if len(group.exceptions) == 1:
+        raise first
+    raise first from group
+
+
+async def _both(a: Awaitable[T], b: Awaitable[U]) -> tuple[T, U]:
+    """`a` and `b` side by side."""
+    out: dict[int, Any] = {}
+
+    async def run(i: int, call: Awaitable[Any]) -> None:
+        out[i] = await call
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, 0, a)
+            tg.start_soon(run, 1, b)
+    except BaseExceptionGroup as group:
+        _raise_first(group)
+    return out[0], out[1]
 
 
 async def _or_nothing(what: str, call: Awaitable[T], nothing: T) -> T:
