@@ -41,6 +41,15 @@ def days(text: str, now: datetime = MONDAY) -> list[tuple[str, str]]:
     ("the day before yesterday", [("2023-04-15", "2023-04-16")]),
     ("그저께 회의", [("2023-04-15", "2023-04-16")]),
     ("그제 본 영화", [("2023-04-15", "2023-04-16")]),
+    # The week, weekend, month and year before last.
+    ("the week before last", [("2023-04-03", "2023-04-10")]),
+    ("지지난주 회의", [("2023-04-03", "2023-04-10")]),
+    ("the weekend before last", [("2023-04-08", "2023-04-10")]),
+    ("지지난 주말", [("2023-04-08", "2023-04-10")]),
+    ("지지난주 금요일", [("2023-04-07", "2023-04-08")]),
+    ("the month before last", [("2023-02-01", "2023-03-01")]),
+    ("지지난달 월세", [("2023-02-01", "2023-03-01")]),
+    ("the year before last", [("2021-01-01", "2022-01-01")]),
     # This week's, behind or ahead.
     ("this Friday's demo", [("2023-04-21", "2023-04-22")]),
     ("this weekend", [("2023-04-22", "2023-04-24")]),
@@ -85,6 +94,7 @@ def test_on_a_weekend_or_that_weekday_it_counts_back_a_week() -> None:
     friday = datetime(2023, 4, 14, 9, tzinfo=UTC)
     assert days("last weekend", sunday) == [("2023-04-08", "2023-04-10")]
     assert days("last Friday", friday) == [("2023-04-07", "2023-04-08")]
+    assert days("지지난달", datetime(2024, 1, 15, tzinfo=UTC)) == [("2023-11-01", "2023-12-01")]
     saturday = datetime(2023, 4, 15, 9, tzinfo=UTC)
     assert days("this weekend", saturday) == [("2023-04-15", "2023-04-17")]
     assert days("this Friday", saturday) == [("2023-04-14", "2023-04-15")]
@@ -96,6 +106,9 @@ def test_query_windows_read_them_the_most_specific_first() -> None:
     # "지난 주말" is the weekend, not last week.
     assert [(a.date().isoformat(), b.date().isoformat()) for a, b in query_windows("지난 주말", MONDAY)] == \
         [("2023-04-15", "2023-04-17")]
+    # 지지난주 (the week before last) is not also last week, nor 지지난달 last month.
+    for text, want in (("지지난주 회의", ("2023-04-03", "2023-04-10")), ("지지난달", ("2023-02-01", "2023-03-01"))):
+        assert [(a.date().isoformat(), b.date().isoformat()) for a, b in query_windows(text, MONDAY)] == [want]
     # "the day before yesterday" is not also yesterday.
     assert [(a.date().isoformat(), b.date().isoformat()) for a, b in
             query_windows("what did I do the day before yesterday?", MONDAY)] == [("2023-04-15", "2023-04-16")]

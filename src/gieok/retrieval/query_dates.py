@@ -39,7 +39,7 @@ _PATTERNS = [
 ]
 # "지난 주말" is last weekend (gieok.retrieval.relative_dates), not last week.
 _RELATIVE = re.compile(r"\b((?<!before )yesterday|today|last week|this week|last month|this month)\b|"
-                       r"(어제|오늘|지난\s*주(?!말)|저번\s*주(?!말)|이번\s*주(?!말)|지난\s*달|저번\s*달|이번\s*달)",
+                       r"(어제|오늘|(?<!지)지난\s*주(?!말)|저번\s*주(?!말)|이번\s*주(?!말)|(?<!지)지난\s*달|저번\s*달|이번\s*달)",
                        re.I)
 
 # Slack around a named day: a message about a day is often written the day after ("yesterday we…"), and a

@@ -1,8 +1,8 @@
 """Relative times people write that the date-range reader (gieok.core.dates) does not: "last weekend", "last
-Friday", "two weeks ago", "last night", "last year", "the day before yesterday", "지난 주말", "지난주 금요일",
-"3일 전", "한 달 전", "작년", "재작년", "그저께"; this week's: "this Friday", "this weekend", "이번 주 금요일",
-"이번 주말"; and ahead: "tomorrow", "the day after tomorrow", "next Friday", "next week", "in 3 days", "내일",
-"모레", "글피", "다음 주 금요일", "다음 달", "3일 후".
+Friday", "two weeks ago", "last night", "last year", "the day before yesterday", "the week before last",
+"지난 주말", "지난주 금요일", "3일 전", "한 달 전", "작년", "재작년", "그저께", "지지난주", "지지난달"; this week's:
+"this Friday", "this weekend", "이번 주 금요일", "이번 주말"; and ahead: "tomorrow", "the day after tomorrow",
+"next Friday", "next week", "in 3 days", "내일", "모레", "글피", "다음 주 금요일", "다음 달", "3일 후".
 
 Each becomes a time window as of `now`: the moment a query is asked, or the moment a stored message was
 written (gieok.retrieval.query_dates.stated_date_match: "last Friday" in a message of Monday 17 April is 14
@@ -98,6 +98,19 @@ def _this_weekend(now: datetime) -> Window:
     return sat, sat + 2 * _DAY
 
 
+def _week_back(now: datetime, weeks: int) -> Window:
+    """The week (Monday to Sunday) `weeks` before this one."""
+    start = _today(now) - timedelta(days=_today(now).weekday() + 7 * weeks)
+    return start, start + 7 * _DAY
+
+
+def _month_back(now: datetime, months: int) -> Window:
+    """The calendar month `months` before this one."""
+    y, m = divmod(now.year * 12 + now.month - 1 - months, 12)
+    y2, m2 = divmod(y * 12 + m + 1, 12)
+    return datetime(y, m + 1, 1, tzinfo=UTC), datetime(y2, m2 + 1, 1, tzinfo=UTC)
+
+
 def _next_week(now: datetime) -> Window:
     start = _today(now) - timedelta(days=_today(now).weekday()) + 7 * _DAY
     return start, start + 7 * _DAY
@@ -126,14 +139,24 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
     (re.compile(r"\blast\s+year\b", re.I), lambda m, now: _year(now, -1)),
     (re.compile(rf"\b(?P<n>\d{{1,3}}|{_EN_NUM})\s+(?P<u>day|week|month|year)s?\s+ago\b", re.I),
      lambda m, now: _counted(now, _count(m["n"]), m["u"].lower(), -1) if _count(m["n"]) else None),
-    (re.compile(r"(?:지난|저번)\s*주말"), lambda m, now: _weekend(now, 1)),
-    (re.compile(rf"(?:지난|저번)\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
+    (re.compile(r"(?<!지)(?:지난|저번)\s*주말"), lambda m, now: _weekend(now, 1)),
+    (re.compile(rf"(?<!지)(?:지난|저번)\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
      lambda m, now: _weeks_day(now, _KO_WEEKDAYS.index(m["wd"]), -1)),
-    (re.compile(rf"(?:지난|저번)\s+(?P<wd>[{_KO_WEEKDAYS}])요일"),
+    (re.compile(rf"(?<!지)(?:지난|저번)\s+(?P<wd>[{_KO_WEEKDAYS}])요일"),
      lambda m, now: _last_weekday(now, _KO_WEEKDAYS.index(m["wd"]))),
     (re.compile(r"어젯\s*밤"), lambda m, now: _night(now)),
     (re.compile(r"(?<!재)작년"), lambda m, now: _year(now, -1)),
     (re.compile(r"재작년"), lambda m, now: _year(now, -2)),
+    # The week / weekend / month before last: 지지난 ("the last but one").
+    (re.compile(r"\bthe\s+week\s+before\s+last\b", re.I), lambda m, now: _week_back(now, 2)),
+    (re.compile(r"\bthe\s+weekend\s+before\s+last\b", re.I), lambda m, now: _weekend(now, 2)),
+    (re.compile(r"\bthe\s+month\s+before\s+last\b", re.I), lambda m, now: _month_back(now, 2)),
+    (re.compile(r"\bthe\s+year\s+before\s+last\b", re.I), lambda m, now: _year(now, -2)),
+    (re.compile(r"지지난\s*주(?![말\s]*[월화수목금토일]요일)(?!말)"), lambda m, now: _week_back(now, 2)),
+    (re.compile(r"지지난\s*주말"), lambda m, now: _weekend(now, 2)),
+    (re.compile(rf"지지난\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
+     lambda m, now: _weeks_day(now, _KO_WEEKDAYS.index(m["wd"]), -2)),
+    (re.compile(r"지지난\s*달"), lambda m, now: _month_back(now, 2)),
     # 그제 also begins 그제야 / 그제서야 ("only then").
     (re.compile(r"그저께|그제(?![야서])"), lambda m, now: _day(now, -2)),
     (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*전"),
