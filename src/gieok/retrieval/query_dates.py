@@ -113,7 +113,7 @@ _WORD = re.compile(r"[a-z]+")
 _ISO = re.compile(r"\d{4}-[01]\d")
 _RELATIVE_WORDS = ("day", "week", "month", "last", "ago", "tomorrow", "tonight", "next", "year",
                    "어제", "어젯", "오늘", "지난", "저번", "이번", "작년", " 전", "내일", "모레", "다음", "내년",
-                   " 후", " 뒤", "그저께", "그제", "글피")
+                   " 후", " 뒤", "그저께", "그제", "글피", "올해", "금년")
 
 
 def _may_name_date(low: str) -> bool:

@@ -1,8 +1,9 @@
 """Relative times people write that the date-range reader (gieok.core.dates) does not: "last weekend", "last
 Friday", "two weeks ago", "last night", "last year", "the day before yesterday", "the week before last",
-"지난 주말", "지난주 금요일", "3일 전", "한 달 전", "작년", "재작년", "그저께", "지지난주", "지지난달"; this week's:
-"this Friday", "this weekend", "이번 주 금요일", "이번 주말"; and ahead: "tomorrow", "the day after tomorrow",
-"next Friday", "next week", "in 3 days", "내일", "모레", "글피", "다음 주 금요일", "다음 달", "3일 후".
+"지난 주말", "지난주 금요일", "3일 전", "한 달 전", "작년", "지난해", "재작년", "그저께", "지지난주", "지지난달";
+this year's and this week's: "this year", "올해", "this Friday", "this weekend", "이번 주 금요일", "이번 주말";
+and ahead: "tomorrow", "the day after tomorrow", "next Friday", "next week", "in 3 days", "내일", "모레", "글피",
+"다음 주 금요일", "다음 달", "다음 해", "3일 후".
 
 Each becomes a time window as of `now`: the moment a query is asked, or the moment a stored message was
 written (gieok.retrieval.query_dates.stated_date_match: "last Friday" in a message of Monday 17 April is 14
@@ -29,6 +30,7 @@ _KO_WEEKDAYS = "월화수목금토일"
 _UNITS = {"day": (1, 1), "week": (7, 3), "month": (30, 15), "year": (365, 182),
           "일": (1, 1), "주": (7, 3), "달": (30, 15), "개월": (30, 15), "년": (365, 182)}
 
+_KO_YEAR_END = r"(?=[에는도의가를부까엔보]|[^가-힣]|$)"
 _EN_NUM = "|".join(sorted(map(re.escape, _EN_NUMBERS), key=len, reverse=True))
 _KO_NUM = "|".join(sorted(_KO_NUMBERS, key=len, reverse=True))
 
@@ -147,6 +149,11 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
     (re.compile(r"어젯\s*밤"), lambda m, now: _night(now)),
     (re.compile(r"(?<!재)작년"), lambda m, now: _year(now, -1)),
     (re.compile(r"재작년"), lambda m, now: _year(now, -2)),
+    # 해 (year) only where a particle or nothing follows: "지난 해결책" is the last fix, "다음 해외 출장" a trip.
+    (re.compile(rf"(?<!지)지난\s*해{_KO_YEAR_END}"), lambda m, now: _year(now, -1)),
+    (re.compile(rf"지지난\s*해{_KO_YEAR_END}"), lambda m, now: _year(now, -2)),
+    (re.compile(r"\bthis\s+year\b", re.I), lambda m, now: _year(now, 0)),
+    (re.compile(r"올해|금년"), lambda m, now: _year(now, 0)),
     # The week / weekend / month before last: 지지난 ("the last but one").
     (re.compile(r"\bthe\s+week\s+before\s+last\b", re.I), lambda m, now: _week_back(now, 2)),
     (re.compile(r"\bthe\s+weekend\s+before\s+last\b", re.I), lambda m, now: _weekend(now, 2)),
@@ -190,6 +197,7 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
     (re.compile(r"다음\s*주(?![말\s]*[월화수목금토일]요일)(?!말)"), lambda m, now: _next_week(now)),
     (re.compile(r"다음\s*달"), lambda m, now: _next_month(now)),
     (re.compile(r"내년"), lambda m, now: _year(now, 1)),
+    (re.compile(rf"다음\s*해{_KO_YEAR_END}"), lambda m, now: _year(now, 1)),
     (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*(?:후|뒤)"),
      lambda m, now: _counted(now, _count(m["n"]), m["u"], 1) if _count(m["n"]) else None),
 ]
