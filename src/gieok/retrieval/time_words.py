@@ -29,7 +29,7 @@ _STATES_TIME = re.compile(
     # "May" only beside a number ("7 May", "May 2023"): as a word it is mostly the verb.
     r"|\b\d{1,2}\s+may\b|\bmay\s+\d"
     # Korean: relative days and periods, weekdays, counted periods and dates (3년, 5월, 2주, 10일), "… ago".
-    r"|어제|오늘|내일|그제|그저께|모레|지난|작년|올해|내년|재작년|이번\s?(?:주|달|해)|다음\s?(?:주|달|해)|주말"
+    r"|어제|오늘|내일|그제|그저께|모레|글피|지난|작년|올해|금년|내년|재작년|이번\s?(?:주|달|해)|다음\s?(?:주|달|해)|주말"
     r"|[월화수목금토일]요일|\d+\s?(?:년|월|일|주|달|개월)|전에|최근|요즘|방금|아까|얼마\s?전|예전|옛날",
     re.IGNORECASE,
 )
