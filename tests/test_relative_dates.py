@@ -60,6 +60,12 @@ def days(text: str, now: datetime = MONDAY) -> list[tuple[str, str]]:
     ("this weekend", [("2023-04-22", "2023-04-24")]),
     ("이번 주 금요일", [("2023-04-21", "2023-04-22")]),
     ("이번 주말에 뭐 해?", [("2023-04-22", "2023-04-24")]),
+    # A weekday alone: the nearest one behind and the nearest ahead (said on a Monday, Monday is today).
+    ("what did we decide on Friday?", [("2023-04-14", "2023-04-15"), ("2023-04-21", "2023-04-22")]),
+    ("Friday's demo", [("2023-04-14", "2023-04-15"), ("2023-04-21", "2023-04-22")]),
+    ("금요일에 뭐 했지?", [("2023-04-14", "2023-04-15"), ("2023-04-21", "2023-04-22")]),
+    ("on Monday", [("2023-04-17", "2023-04-18"), ("2023-04-24", "2023-04-25")]),
+    ("3 weeks ago on Friday", [("2023-03-24", "2023-03-31")]),     # a day of that time, not the nearest Friday
     # Ahead.
     ("what's on tomorrow?", [("2023-04-18", "2023-04-19")]),
     ("tonight's deploy", [("2023-04-17", "2023-04-18")]),
@@ -85,6 +91,11 @@ def days(text: str, now: datetime = MONDAY) -> list[tuple[str, str]]:
     ("at last the build passed", []),
     ("this time it worked", []),
     ("그제야 알았다", []),
+    ("every Friday standup", []),
+    ("Fridays are quiet", []),
+    ("Black Friday sale", []),
+    ("매주 금요일 회의", []),
+    ("금요일마다 청소", []),
     ("지난 해결책이 더 나았다", []),
     ("다음 해외 출장", []),
     ("그제서야", []),

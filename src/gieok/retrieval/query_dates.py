@@ -80,7 +80,7 @@ def query_windows(query: str, now: datetime) -> list[Window]:
         if since is not None:
             out.append((since, until or now + _DAY_AFTER))
     # The most specific first, as for calendar dates: "지난주 금요일" is that Friday before it is last week.
-    return sorted(out + relative_windows(query, now), key=lambda w: w[1] - w[0])
+    return sorted(out + relative_windows(query, now, weekdays_alone=not out), key=lambda w: w[1] - w[0])
 
 
 def _calendar_windows(query: str, now: datetime) -> list[Window]:
@@ -113,7 +113,7 @@ _WORD = re.compile(r"[a-z]+")
 _ISO = re.compile(r"\d{4}-[01]\d")
 _RELATIVE_WORDS = ("day", "week", "month", "last", "ago", "tomorrow", "tonight", "next", "year",
                    "어제", "어젯", "오늘", "지난", "저번", "이번", "작년", " 전", "내일", "모레", "다음", "내년",
-                   " 후", " 뒤", "그저께", "그제", "글피", "올해", "금년")
+                   " 후", " 뒤", "그저께", "그제", "글피", "올해", "금년", "요일")
 
 
 def _may_name_date(low: str) -> bool:

@@ -203,12 +203,34 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
 ]
 
 
-def relative_windows(text: str, now: datetime) -> list[Window]:
-    """The windows of the relative times `text` names, as of `now`, in the order they appear."""
+# A weekday named alone ("on Friday", "금요일에") is the nearest such day behind or ahead, and both are windows:
+# asked on a Monday, "what did we decide on Friday?" is three days back, "what's on Friday?" four ahead. Read
+# only where nothing else names a time ("last Friday", "지난주 금요일", "3개월 전 월요일"), and never "every Friday",
+# "Fridays", "매주 금요일", "금요일마다", or a name (Black Friday, Good Friday, Cyber Monday).
+_BARE_WEEKDAYS = [
+    re.compile(rf"(?<!every )(?<!each )(?<!black )(?<!good )(?<!cyber )\b(?P<wd>{'|'.join(_WEEKDAYS)})\b(?!s\b)",
+               re.I),
+    re.compile(rf"(?<!매주)(?<!매주 )(?P<wd>[{_KO_WEEKDAYS}])요일(?!마다)"),
+]
+
+
+def _weekday_either_side(now: datetime, weekday: int) -> list[Window]:
+    today = _today(now).weekday()
+    return [_day(now, -((today - weekday) % 7)), _day(now, (weekday - today) % 7 or 7)]
+
+
+def relative_windows(text: str, now: datetime, *, weekdays_alone: bool = True) -> list[Window]:
+    """The windows of the relative times `text` names, as of `now`, in the order they appear. A weekday alone
+    counts only when nothing else names a time (`weekdays_alone` False: the caller found something): in "3개월
+    전 월요일" or "two weeks ago on Monday" the weekday is a day of that time, not the nearest Monday."""
     found: list[tuple[int, Window]] = []
     for pat, resolve in _PATTERNS:
         for m in pat.finditer(text):
             w = resolve(m, now)
             if w is not None:
                 found.append((m.start(), w))
+    for i, pat in enumerate(_BARE_WEEKDAYS if weekdays_alone and not found else []):
+        for m in pat.finditer(text):
+            wd = _WEEKDAYS.index(m["wd"].lower()) if i == 0 else _KO_WEEKDAYS.index(m["wd"])
+            found.extend((m.start(), w) for w in _weekday_either_side(now, wd))
     return [w for _pos, w in sorted(found, key=lambda t: t[0])]
