@@ -14,7 +14,7 @@ it counts back to, since people round such spans.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 Window = tuple[datetime, datetime]
@@ -100,28 +100,17 @@ def _this_weekend(now: datetime) -> Window:
     return sat, sat + 2 * _DAY
 
 
-def _week_back(now: datetime, weeks: int) -> Window:
-    """The week (Monday to Sunday) `weeks` before this one."""
-    start = _today(now) - timedelta(days=_today(now).weekday() + 7 * weeks)
+def _week(now: datetime, offset: int) -> Window:
+    """The week (Monday to Sunday) `offset` weeks from this one (-2: the week before last, 1: next week)."""
+    start = _today(now) + timedelta(days=7 * offset - _today(now).weekday())
     return start, start + 7 * _DAY
 
 
-def _month_back(now: datetime, months: int) -> Window:
-    """The calendar month `months` before this one."""
-    y, m = divmod(now.year * 12 + now.month - 1 - months, 12)
+def _month(now: datetime, offset: int) -> Window:
+    """The calendar month `offset` months from this one (-2: the month before last, 1: next month)."""
+    y, m = divmod(now.year * 12 + now.month - 1 + offset, 12)
     y2, m2 = divmod(y * 12 + m + 1, 12)
     return datetime(y, m + 1, 1, tzinfo=UTC), datetime(y2, m2 + 1, 1, tzinfo=UTC)
-
-
-def _next_week(now: datetime) -> Window:
-    start = _today(now) - timedelta(days=_today(now).weekday()) + 7 * _DAY
-    return start, start + 7 * _DAY
-
-
-def _next_month(now: datetime) -> Window:
-    y, m = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
-    y2, m2 = (y + 1, 1) if m == 12 else (y, m + 1)
-    return datetime(y, m, 1, tzinfo=UTC), datetime(y2, m2, 1, tzinfo=UTC)
 
 
 def _count(word: str) -> int:
@@ -155,15 +144,15 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
     (re.compile(r"\bthis\s+year\b", re.I), lambda m, now: _year(now, 0)),
     (re.compile(r"올해|금년"), lambda m, now: _year(now, 0)),
     # The week / weekend / month before last: 지지난 ("the last but one").
-    (re.compile(r"\bthe\s+week\s+before\s+last\b", re.I), lambda m, now: _week_back(now, 2)),
+    (re.compile(r"\bthe\s+week\s+before\s+last\b", re.I), lambda m, now: _week(now, -2)),
     (re.compile(r"\bthe\s+weekend\s+before\s+last\b", re.I), lambda m, now: _weekend(now, 2)),
-    (re.compile(r"\bthe\s+month\s+before\s+last\b", re.I), lambda m, now: _month_back(now, 2)),
+    (re.compile(r"\bthe\s+month\s+before\s+last\b", re.I), lambda m, now: _month(now, -2)),
     (re.compile(r"\bthe\s+year\s+before\s+last\b", re.I), lambda m, now: _year(now, -2)),
-    (re.compile(r"지지난\s*주(?![말\s]*[월화수목금토일]요일)(?!말)"), lambda m, now: _week_back(now, 2)),
+    (re.compile(r"지지난\s*주(?![말\s]*[월화수목금토일]요일)(?!말)"), lambda m, now: _week(now, -2)),
     (re.compile(r"지지난\s*주말"), lambda m, now: _weekend(now, 2)),
     (re.compile(rf"지지난\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
      lambda m, now: _weeks_day(now, _KO_WEEKDAYS.index(m["wd"]), -2)),
-    (re.compile(r"지지난\s*달"), lambda m, now: _month_back(now, 2)),
+    (re.compile(r"지지난\s*달"), lambda m, now: _month(now, -2)),
     # 그제 also begins 그제야 / 그제서야 ("only then").
     (re.compile(r"그저께|그제(?![야서])"), lambda m, now: _day(now, -2)),
     (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*전"),
@@ -183,8 +172,8 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
     (re.compile(r"\bnext\s+weekend\b", re.I), lambda m, now: _next_weekend(now)),
     (re.compile(rf"\bnext\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", re.I),
      lambda m, now: _next_weekday(now, _WEEKDAYS.index(m["wd"].lower()))),
-    (re.compile(r"\bnext\s+week\b", re.I), lambda m, now: _next_week(now)),
-    (re.compile(r"\bnext\s+month\b", re.I), lambda m, now: _next_month(now)),
+    (re.compile(r"\bnext\s+week\b", re.I), lambda m, now: _week(now, 1)),
+    (re.compile(r"\bnext\s+month\b", re.I), lambda m, now: _month(now, 1)),
     (re.compile(r"\bnext\s+year\b", re.I), lambda m, now: _year(now, 1)),
     (re.compile(rf"\bin\s+(?P<n>\d{{1,3}}|{_EN_NUM})\s+(?P<u>day|week|month|year)s?\b", re.I),
      lambda m, now: _counted(now, _count(m["n"]), m["u"].lower(), 1) if _count(m["n"]) else None),
@@ -194,8 +183,8 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
     (re.compile(r"다음\s*주말"), lambda m, now: _next_weekend(now)),
     (re.compile(rf"다음\s*주\s*(?P<wd>[{_KO_WEEKDAYS}])요일"),
      lambda m, now: _weeks_day(now, _KO_WEEKDAYS.index(m["wd"]), 1)),
-    (re.compile(r"다음\s*주(?![말\s]*[월화수목금토일]요일)(?!말)"), lambda m, now: _next_week(now)),
-    (re.compile(r"다음\s*달"), lambda m, now: _next_month(now)),
+    (re.compile(r"다음\s*주(?![말\s]*[월화수목금토일]요일)(?!말)"), lambda m, now: _week(now, 1)),
+    (re.compile(r"다음\s*달"), lambda m, now: _month(now, 1)),
     (re.compile(r"내년"), lambda m, now: _year(now, 1)),
     (re.compile(rf"다음\s*해{_KO_YEAR_END}"), lambda m, now: _year(now, 1)),
     (re.compile(rf"(?<![\d가-힣])(?P<n>\d{{1,3}}|{_KO_NUM})\s*(?P<u>개월|일|주|달|년)\s*(?:후|뒤)"),
@@ -207,16 +196,16 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
 # asked on a Monday, "what did we decide on Friday?" is three days back, "what's on Friday?" four ahead. Read
 # only where nothing else names a time ("last Friday", "지난주 금요일", "3개월 전 월요일"), and never "every Friday",
 # "Fridays", "매주 금요일", "금요일마다", or a name (Black Friday, Good Friday, Cyber Monday).
-_BARE_WEEKDAYS = [
-    re.compile(rf"(?<!every )(?<!each )(?<!black )(?<!good )(?<!cyber )\b(?P<wd>{'|'.join(_WEEKDAYS)})\b(?!s\b)",
-               re.I),
-    re.compile(rf"(?<!매주)(?<!매주 )(?P<wd>[{_KO_WEEKDAYS}])요일(?!마다)"),
+_BARE_WEEKDAYS: list[tuple[re.Pattern[str], Sequence[str]]] = [
+    (re.compile(rf"(?<!every )(?<!each )(?<!black )(?<!good )(?<!cyber )\b(?P<wd>{'|'.join(_WEEKDAYS)})\b(?!s\b)",
+                re.I), _WEEKDAYS),
+    (re.compile(rf"(?<!매주)(?<!매주 )(?P<wd>[{_KO_WEEKDAYS}])요일(?!마다)"), _KO_WEEKDAYS),
 ]
 
 
 def _weekday_either_side(now: datetime, weekday: int) -> list[Window]:
-    today = _today(now).weekday()
-    return [_day(now, -((today - weekday) % 7)), _day(now, (weekday - today) % 7 or 7)]
+    """The latest such weekday up to today, and the next after today."""
+    return [_day(now, -((_today(now).weekday() - weekday) % 7)), _next_weekday(now, weekday)]
 
 
 def relative_windows(text: str, now: datetime, *, weekdays_alone: bool = True) -> list[Window]:
@@ -229,8 +218,7 @@ def relative_windows(text: str, now: datetime, *, weekdays_alone: bool = True) -
             w = resolve(m, now)
             if w is not None:
                 found.append((m.start(), w))
-    for i, pat in enumerate(_BARE_WEEKDAYS if weekdays_alone and not found else []):
+    for pat, names in _BARE_WEEKDAYS if weekdays_alone and not found else []:
         for m in pat.finditer(text):
-            wd = _WEEKDAYS.index(m["wd"].lower()) if i == 0 else _KO_WEEKDAYS.index(m["wd"])
-            found.extend((m.start(), w) for w in _weekday_either_side(now, wd))
+            found.extend((m.start(), w) for w in _weekday_either_side(now, names.index(m["wd"].lower())))
     return [w for _pos, w in sorted(found, key=lambda t: t[0])]

@@ -187,13 +187,12 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         asked.update(ids)
         return await store.get_vectors(sorted(ids), embedder.name)
 
-    found_ids = {m.id for m, _ in vec_hits} | {m.id for m, _ in kw_hits or []}
     if vec_hits and kw_hits is not None and text_script(query) == LATIN:
         # An English query over Korean memory: the Korean nouns that translate its words, among those its best
         # Korean rows use, are the query's own words for Korean rows as a Korean query's synonyms are (merged,
         # and shown by a fallback, the same way). After the vector search, whose rows choose them.
         (ko_terms, ko_hits), prefetched = await _both(_korean_terms(store, f, query, terms, vec_hits, recipe),
-                                                      vectors_of(found_ids))
+                                                      vectors_of({m.id for m, _ in vec_hits + kw_hits}))
         synonyms.extend(ko_terms)
         synonym_hits.extend(ko_hits)
         # The vector search's own rows chose those words, so matching them is no evidence that the search found
