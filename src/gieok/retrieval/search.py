@@ -107,6 +107,19 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     # is then the mean of its cosines to both query vectors.
     rendered: list[Vector] = []
 
+    # The candidates' vectors: the vector search's own rows' fetched as soon as it has them, while the full-text
+    # search is still running; the others' beside the searches that still add a few candidates (an English
+    # query's Korean words, a Korean query's feedback words); only those few after.
+    prefetched: dict[str, Vector] = {}
+    asked: set[str] = set()
+
+    async def vectors_of(ids: set[str]) -> dict[str, Vector]:
+        ids = ids - asked
+        if qvec is None or embedder is None or not ids:
+            return {}
+        asked.update(ids)
+        return await store.get_vectors(sorted(ids), embedder.name)
+
     async def semantic(emb: Embedder) -> None:
         nonlocal qvec
         t0 = time.perf_counter()
@@ -127,6 +140,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             if lo < hi:
                 vec_hits.extend(await store.vector_search(replace(f, since=lo, until=hi), emb.name, qvec,
                                                           recipe.date_candidates))
+        prefetched.update(await vectors_of({m.id for m, _ in vec_hits}))
 
     async def keywords() -> None:
         nonlocal kw_hits
@@ -176,23 +190,13 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         _raise_first(group)
     if kw_hits is None and qvec is None:
         await keywords()        # no vectors to go by: keywords answer
-    # The candidates' vectors are fetched beside the searches that still add a few candidates (an English
-    # query's Korean words, a Korean query's feedback words); only those few are fetched after.
-    prefetched: dict[str, Vector] = {}
-    asked: set[str] = set()
-
-    async def vectors_of(ids: set[str]) -> dict[str, Vector]:
-        if qvec is None or embedder is None or not ids:
-            return {}
-        asked.update(ids)
-        return await store.get_vectors(sorted(ids), embedder.name)
-
     if vec_hits and kw_hits is not None and text_script(query) == LATIN:
         # An English query over Korean memory: the Korean nouns that translate its words, among those its best
         # Korean rows use, are the query's own words for Korean rows as a Korean query's synonyms are (merged,
         # and shown by a fallback, the same way). After the vector search, whose rows choose them.
-        (ko_terms, ko_hits), prefetched = await _both(_korean_terms(store, f, query, terms, vec_hits, recipe),
-                                                      vectors_of({m.id for m, _ in vec_hits + kw_hits}))
+        (ko_terms, ko_hits), more_vecs = await _both(_korean_terms(store, f, query, terms, vec_hits, recipe),
+                                                      vectors_of({m.id for m, _ in kw_hits}))
+        prefetched.update(more_vecs)
         synonyms.extend(ko_terms)
         synonym_hits.extend(ko_hits)
         # The vector search's own rows chose those words, so matching them is no evidence that the search found
@@ -225,13 +229,14 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             # Only words whose matches the store can rank all of: the words a big store's rows nearly all hold
             # (shared by any 3 rows) tell no row apart, and ranking them cost a Korean search at 100,000
             # memories a third of its time.
-            found, prefetched = await _both(
+            found, more_vecs = await _both(
                 store.keyword_search(f, more, use_recipe.feedback_candidates, rankable_only=True),
                 vectors_of(set(cands)))
+            prefetched.update(more_vecs)
             for m, bm in found:
                 cands.setdefault(m.id, Candidate(m)).feedback = bm
     if qvec is not None and embedder is not None and cands:
-        vecs = prefetched | await vectors_of(set(cands) - asked)
+        vecs = prefetched | await vectors_of(set(cands))
         for mid, c in cands.items():
             v = vecs.get(mid)
             if v is not None:
