@@ -31,11 +31,15 @@ PENDING_PREDICATE = ("(tag_status <> 'ok' OR profile_status <> 'ok' OR embed_sta
 # The pending index as migration 001 made it, before profile_status existed.
 _PENDING_PREDICATE_001 = "(tag_status <> 'ok' OR embed_status <> 'ok') AND deleted_at IS NULL"
 
+SESSION_ORDER = "(user_id, session_id, created_at, id)"
+
 # Secondary indexes of the memory table, kept apart so bulk loads (the scale benchmark) can build them
 # after COPY, which is several times faster than loading into an indexed table (MEASURED.md).
 MEMORY_INDEXES: tuple[tuple[str, str], ...] = (
     ("memory_user_created", "CREATE INDEX memory_user_created ON memory (user_id, created_at)"),
-    ("memory_session", "CREATE INDEX memory_session ON memory (user_id, session_id, created_at)"),
+    # A session in its order, (created_at, id): the message before or after a row is one index step away
+    # (gieok.store.context_sql; migration 014).
+    ("memory_session", f"CREATE INDEX memory_session ON memory {SESSION_ORDER}"),
     ("memory_pinned", "CREATE INDEX memory_pinned ON memory (user_id) WHERE is_pinned"),
     ("memory_pending", f"CREATE INDEX memory_pending ON memory (created_at) WHERE {PENDING_PREDICATE}"),
     ("memory_review", "CREATE INDEX memory_review ON memory (user_id, next_review_at) "
@@ -354,6 +358,14 @@ async def m013_context_two_before(db: AsyncConnection[Any]) -> None:
                                           lambda c: f"left({c}, {CONTEXT_CHARS})"))
 
 
+async def m014_session_order(db: AsyncConnection[Any]) -> None:
+    # The session index gains the id that breaks created_at ties: finding a row's previous and next messages
+    # (search's neighbour cosines, the librarian's context) no longer sorts each session's rows around it
+    # (60 candidates' neighbours at 100,000 memories: execution 4.9 → 1.7 ms).
+    await db.execute("DROP INDEX IF EXISTS memory_session")
+    await db.execute(f"CREATE INDEX memory_session ON memory {SESSION_ORDER}")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -370,6 +382,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (11, "request_keys", m011_request_keys),
     (12, "term_vectors", m012_term_vectors),
     (13, "context_two_before", m013_context_two_before),
+    (14, "session_order", m014_session_order),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -332,6 +332,13 @@ def m013_context_two_before(db: sqlite3.Connection) -> None:
                                     lambda c: f"substr({c}, 1, {CONTEXT_CHARS})"))
 
 
+def m014_session_order(db: sqlite3.Connection) -> None:
+    # As PostgreSQL's 014: the session index gains the id that breaks created_at ties, so a row's previous and
+    # next messages are one index step away instead of a sort of the session's rows around it.
+    db.execute("DROP INDEX IF EXISTS memory_session")
+    db.execute("CREATE INDEX memory_session ON memory (user_id, session_id, created_at, id)")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -346,4 +353,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (11, "request_keys", m011_request_keys),
     (12, "term_vectors", m012_term_vectors),
     (13, "context_two_before", m013_context_two_before),
+    (14, "session_order", m014_session_order),
 ]
