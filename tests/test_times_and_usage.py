@@ -86,3 +86,30 @@ async def test_being_shown_is_not_being_used(svc: MemoryService) -> None:
     assert hits[other].parts["usage"] > hits[pinned.id].parts["usage"]
     # Usage is on a fixed scale: the most-shown candidate no longer gets a full 1.0 for it.
     assert hits[pinned.id].parts["usage"] == pytest.approx(usage_level(shown), abs=1e-6)
+
+
+async def test_a_date_filter_reads_the_relative_times_a_query_reads(svc: MemoryService) -> None:
+    # Friday 4 December 2026: the week before last is 16–22 November, last Friday 27 November.
+    now = utcnow().replace(year=2026, month=12, day=4, hour=10, minute=0, second=0, microsecond=0)
+    await svc.ingest(MessageIn(content="배포 회의: 결제 서비스는 화요일에", user_id="alice",
+                               created_at="2026-11-17T09:00:00Z"))
+    await svc.ingest(MessageIn(content="deploy review of the billing service", user_id="alice",
+                               created_at="2026-11-27T15:00:00Z"))
+    expect = {"지지난주": "2026-11-16", "the week before last": "2026-11-16", "지지난주에": "2026-11-16",
+              "last Friday": "2026-11-27", "지난주 금요일": "2026-11-27", "on Friday": "2026-12-04",
+              "지난주에": "2026-11-23", "2w": None}
+    for text, start in expect.items():
+        f = svc.filters("alice", date_range=text, now=now)
+        assert f.since is not None, text
+        if start is not None:
+            assert f.since.date().isoformat() == start, (text, f.since)
+    # The row of the week before last, and only it, through the filter.
+    hits = (await svc.search(svc.filters("alice", date_range="지지난주", now=now), None)).hits
+    assert [h.memory.content[:5] for h in hits] == ["배포 회의"]
+    hits = (await svc.search(svc.filters("alice", date_range="last Friday", now=now), None)).hits
+    assert [h.memory.content[:6] for h in hits] == ["deploy"]
+    # What is not one time is refused as before, naming the field and the forms it reads.
+    for bad in ("지지난주 회의", "every Friday", "Fridays", "someday"):
+        with pytest.raises(InvalidInput) as exc:
+            svc.filters("alice", date_range=bad, now=now)
+        assert exc.value.field == "date_range" and "지지난주" in str(exc.value), bad

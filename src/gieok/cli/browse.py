@@ -26,7 +26,7 @@ def list_cmd(
     p_tag: Annotated[str | None, typer.Option("--p-tag", help="Project tag.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Topic tag (repeatable).")] = None,
     date_range: Annotated[str | None, typer.Option("--date-range", "--when",
-                                                   help="3d, last week, 2026-11-01..2026-11-30 …")] = None,
+                                                   help="3d, last Friday, 지지난주, 2026-11-01..2026-11-30 …")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this agent platform.")] = None,
     model: Annotated[str | None, typer.Option(help="Only this agent model.")] = None,
     session: Annotated[str | None, typer.Option(help="Only this session id.")] = None,

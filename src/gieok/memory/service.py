@@ -4,6 +4,7 @@ embedder and the settings, and knows nothing about which database or provider is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from gieok.memory.ingest import MessageIn, check_team, content_hash, norm_label,
 from gieok.memory.ports import RowProcessor, Status
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold, model_pair_thresholds
+from gieok.retrieval.relative_dates import bare_time, relative_window
 from gieok.retrieval.search import SearchOutcome, search
 from gieok.store.base import NewRow, RequestKey, Store, UserProfile
 
@@ -44,6 +46,23 @@ class KnowledgeResult:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "stored": self.stored, "tagged": self.tagged, "embedded": self.embedded,
                 **({"notes": self.notes} if self.notes else {})}
+
+
+def read_date_range(text: str, now: datetime | None) -> tuple[datetime | None, datetime | None]:
+    """A date filter: what gieok.core.dates reads ("2026-11-01..2026-11-30", "3d", "last week"), or one relative
+    time that a search query may name too ("the week before last", "last Friday", "지지난주", "3일 전"), with
+    what may stand around it ("on Friday", "지난주에"). A filter and a query read a time alike."""
+    try:
+        return parse_date_range(text, now=now)
+    except InvalidInput:
+        bare = bare_time(text) if isinstance(text, str) else text
+        if bare != text:
+            with contextlib.suppress(InvalidInput):
+                return parse_date_range(bare, now=now)
+        window = relative_window(bare, now or utcnow()) if isinstance(bare, str) and len(bare) <= 100 else None
+        if window is None:
+            raise
+        return window
 
 
 def empty_window_note(f: SearchFilters, now: datetime) -> str:
@@ -179,7 +198,7 @@ class MemoryService:
             for k in kinds:
                 if k not in KINDS:
                     raise InvalidInput("kind", f"{k!r} is not one of {', '.join(KINDS)}")
-        since, until = parse_date_range(date_range, now=now) if date_range else (None, None)
+        since, until = read_date_range(date_range, now) if date_range else (None, None)
         file_f, repo_f, stale_f = check_filters(file, repo, stale)
         return SearchFilters(
             user_id=user_id, agent_platform=norm_label(platform), agent_model=norm_label(model),

@@ -222,3 +222,27 @@ def relative_windows(text: str, now: datetime, *, weekdays_alone: bool = True) -
         for m in pat.finditer(text):
             found.extend((m.start(), w) for w in _weekday_either_side(now, names.index(m["wd"].lower())))
     return [w for _pos, w in sorted(found, key=lambda t: t[0])]
+
+
+# What may stand around a date filter's one relative time: "on Friday", "지난주에", "3일 전부터".
+_FILTER_LEAD = re.compile(r"^(?:on|in the|during)\s+", re.I)
+_FILTER_PARTICLE = re.compile(r"(?<=[가-힣])(?:에는|에|엔|부터)$")
+
+
+def bare_time(text: str) -> str:
+    """A date filter's text without what may stand around its time ("on Friday" → Friday, "지난주에" → 지난주)."""
+    return _FILTER_PARTICLE.sub("", _FILTER_LEAD.sub("", " ".join(text.split())))
+
+
+def relative_window(text: str, now: datetime) -> Window | None:
+    """The window of a text that is one relative time and nothing else ("the week before last", "last Friday",
+    "지지난주", "3일 전", "금요일"), as a date filter reads it; None for anything else. A weekday alone is the
+    latest such day up to today: a filter looks back at what is stored."""
+    t = bare_time(text)
+    for pat, resolve in _PATTERNS:
+        if (m := pat.fullmatch(t)) is not None:
+            return resolve(m, now)
+    for pat, names in _BARE_WEEKDAYS:
+        if (m := pat.fullmatch(t)) is not None:
+            return _weekday_either_side(now, names.index(m["wd"].lower()))[0]
+    return None

@@ -18,7 +18,8 @@ async def search_memory(
                                                    "newest memories matching the filters.")] = None,
     p_tag: Annotated[str | None, Field(description="Only this project tag.")] = None,
     date_range: Annotated[str | None, Field(description="ISO date or range (2026-11-01..2026-11-30), "
-                                                        "'3d', '2w', 'yesterday', 'last week', '지난주'.")] = None,
+                                                        "'3d', '2w', 'yesterday', 'last week', 'last Friday', "
+                                                        "'지난주', '지지난주', '3일 전'.")] = None,
     role: Annotated[str | None, Field(description="user | assistant | system | tool (comma-separated). "
                                                   "Use 'user' for what the user said.")] = None,
     kind: Annotated[str | None, Field(description="working | episodic | semantic | procedural")] = None,
