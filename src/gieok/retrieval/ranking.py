@@ -246,6 +246,59 @@ def tag_jaccard(query_tokens: set[str], m: Memory) -> float:
     return len(query_tokens & tags) / len(query_tokens | tags)
 
 
+
+@dataclass(slots=True)
+class _Parts:
+    """A candidate's score parts; a hit's parts and reasons are written out only for the rows picked (a search
+    ranks ~200 candidates to return 10)."""
+    rel: float
+    cos: float
+    nb: float
+    bm: float
+    jac: float
+    title: float
+    date: float
+    when: float
+    rec: float
+    imp: float
+    use: float
+    gate: float
+
+    def as_dict(self, c: Candidate, duplication: float) -> dict[str, float]:
+        return {"relevance": self.rel, "cosine": self.cos, "neighbour_cosine": self.nb, "bm25": self.bm,
+                "feedback": c.feedback, "tag_jaccard": self.jac, "title": self.title, "date": self.date,
+                "when": self.when, "recency": self.rec, "importance": self.imp, "usage": self.use,
+                "prior_gate": self.gate, "duplication": duplication}
+
+    def reasons(self, c: Candidate, recipe: Recipe) -> list[str]:
+        reasons = []
+        if c.cos is not None and recipe.r_cos > 0:
+            # Not in a keyword fallback (r_cos 0): its cosine did not count, and the search found nothing close.
+            reasons.append(f"semantic match (cosine {self.cos:.2f})")
+        if self.nb > 0 and recipe.r_cos > 0 and recipe.r_neighbour > 0 and self.nb > self.cos:
+            reasons.append(f"next to a semantic match (cosine {self.nb:.2f})")
+        if c.bm25:
+            reasons.append("keyword match")
+        elif self.bm > 0:
+            reasons.append("shares words with the closest matches")
+        if c.substring:
+            reasons.append("substring match")
+        if self.jac > 0:
+            reasons.append("tag match")
+        if self.title:
+            reasons.append("title match")
+        if self.date:
+            reasons.append("speaks of the date the query names" if c.date_said
+                           else "created on the date the query names")
+        if self.when and recipe.r_when > 0:
+            reasons.append("says when (the query asks when)")
+        if c.memory.is_pinned:
+            reasons.append("pinned")
+        if self.rec > 0.8:
+            reasons.append("recent")
+        return reasons
+
+
 def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now: datetime, recipe: Recipe,
          limit: int) -> list[Hit]:
     """Score, then pick greedily with the duplication penalty (MMR): each pick is penalised by its highest
@@ -282,60 +335,31 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     best_base = max(r[0] for r in rels)
     whens = [r[0] / best_base if c.states_time and best_base > 0 else 0.0 for c, r in zip(cands, rels, strict=True)]
     best_rel = max(r[0] + recipe.r_when * w for r, w in zip(rels, whens, strict=True))
-    scored: list[tuple[float, Candidate, dict[str, float], list[str]]] = []
+    scored: list[tuple[float, Candidate, _Parts]] = []
     for c, u, (base, cos, bm, jac, title, date, nb), when in zip(cands, usages, rels, whens, strict=True):
         rel = base + recipe.r_when * when
         m = c.memory
         rec = recency(m, now, recipe)
         imp = importance(m)
-        use = u
         # Recency, importance and usage count in proportion to how relevant a row is next to the best one:
         # added flat (§6 as written), a pinned or often-shown memory outranked the one the query was about
         # (a pinned coffee preference above "we deploy billing on Tuesdays" for "when do we deploy billing?").
         gate = rel / best_rel if best_rel > 0 else 1.0
         s = recipe.w_relevance * rel + gate * (recipe.w_recency * rec + recipe.w_importance * imp
-                                               + recipe.w_usage * use)
-        parts = {"relevance": rel, "cosine": cos, "neighbour_cosine": nb, "bm25": bm, "feedback": c.feedback,
-                 "tag_jaccard": jac, "title": title, "date": date, "when": when, "recency": rec, "importance": imp,
-                 "usage": use, "prior_gate": gate}
-        reasons = []
-        if c.cos is not None and recipe.r_cos > 0:
-            # Not in a keyword fallback (r_cos 0): its cosine did not count, and the search found nothing close.
-            reasons.append(f"semantic match (cosine {cos:.2f})")
-        if nb > 0 and recipe.r_cos > 0 and recipe.r_neighbour > 0 and nb > cos:
-            reasons.append(f"next to a semantic match (cosine {nb:.2f})")
-        if c.bm25:
-            reasons.append("keyword match")
-        elif bm > 0:
-            reasons.append("shares words with the closest matches")
-        if c.substring:
-            reasons.append("substring match")
-        if jac > 0:
-            reasons.append("tag match")
-        if title:
-            reasons.append("title match")
-        if date:
-            reasons.append("speaks of the date the query names" if c.date_said
-                           else "created on the date the query names")
-        if when and recipe.r_when > 0:
-            reasons.append("says when (the query asks when)")
-        if m.is_pinned:
-            reasons.append("pinned")
-        if rec > 0.8:
-            reasons.append("recent")
-        scored.append((s, c, parts, reasons))
+                                               + recipe.w_usage * u)
+        scored.append((s, c, _Parts(rel, cos, nb, bm, jac, title, date, when, rec, imp, u, gate)))
     scored.sort(key=lambda t: -t[0])
 
     # Greedy MMR with the running max cosine to the picks kept per candidate: one matrix-vector product per
     # pick instead of re-stacking every picked vector for every candidate.
     scores = np.array([t[0] for t in scored])
-    dims = {c.vector.shape[0] for _s, c, _p, _r in scored if c.vector is not None}
-    has_vec = np.array([c.vector is not None for _s, c, _p, _r in scored])
+    dims = {c.vector.shape[0] for _s, c, _p in scored if c.vector is not None}
+    has_vec = np.array([c.vector is not None for _s, c, _p in scored])
     mat = None
     if len(dims) == 1:
         d = dims.pop()
         mat = np.zeros((len(scored), d), np.float32)
-        for i, (_s, c, _p, _r) in enumerate(scored):
+        for i, (_s, c, _p) in enumerate(scored):
             if c.vector is not None:
                 mat[i] = c.vector
     max_dup = np.zeros(len(scored))
@@ -349,9 +373,8 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             # Nothing left passes the keep threshold: return less rather than noise.
             break
         left[i] = False
-        _s, c, parts, reasons = scored[i]
-        parts["duplication"] = float(max_dup[i])
-        picked.append(Hit(c.memory, best_s, parts, reasons))
+        _s, c, p = scored[i]
+        picked.append(Hit(c.memory, best_s, p.as_dict(c, float(max_dup[i])), p.reasons(c, recipe)))
         if mat is not None and has_vec[i]:
             max_dup = np.maximum(max_dup, np.where(has_vec, np.clip(mat @ mat[i], 0.0, None), 0.0))
     return picked
