@@ -25,7 +25,7 @@ _ZERO = timedelta(0)
 MIN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_TIME = datetime(9998, 12, 31, tzinfo=UTC)
 
-FORMAT_HELP = ("use an ISO date (2026-11-01), a range (2026-11-01..2026-11-30), a relative span (3d, 2w, 12h) "
+FORMAT_HELP = ("use an ISO date (2026-11-01), a range (2026-11-01..2026-11-30), a relative span (3d, 2w, 12h), "
                "a name (today, yesterday, this week, last week, this month, last month) or a relative day or week "
                "(last Friday, 3 days ago, the week before last, 그저께, 지지난주)")
 

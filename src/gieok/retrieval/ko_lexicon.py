@@ -26,6 +26,7 @@ from importlib import resources
 import anyio
 
 from gieok.core.korean_stems import lemmas
+from gieok.retrieval.dev_glossary import GLOSSARY
 
 __all__ = ["lemmas", "loaded", "ready", "senses", "senses_table"]
 
@@ -41,6 +42,14 @@ def _load() -> dict[str, str]:
     except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
         log.info("Korean-English dictionary not available (%s); the bridge uses the embedding model alone", exc)
         return {}
+    out = _dictionary(data)
+    # Software senses the general dictionary lacks (배포 → deploy beside "distribution"), after its own.
+    for word, extra in GLOSSARY.items():
+        out[word] = "; ".join([out[word], *extra]) if word in out else "; ".join(extra)
+    return out
+
+
+def _dictionary(data: str) -> dict[str, str]:
     # One "; "-joined string per key (split when looked up): a tuple of strings per headword cost twice the
     # memory for nothing.
     out: dict[str, str] = {}

