@@ -55,11 +55,13 @@ def read_date_range(text: str, now: datetime | None) -> tuple[datetime | None, d
     try:
         return parse_date_range(text, now=now)
     except InvalidInput:
-        bare = bare_time(text) if isinstance(text, str) else text
+        if not isinstance(text, str) or len(text) > 100:
+            raise       # what the reader refuses before reading (not text, too long) stays refused
+        bare = bare_time(text)
         if bare != text:
             with contextlib.suppress(InvalidInput):
                 return parse_date_range(bare, now=now)
-        window = relative_window(bare, now or utcnow()) if isinstance(bare, str) and len(bare) <= 100 else None
+        window = relative_window(bare, now or utcnow())
         if window is None:
             raise
         return window

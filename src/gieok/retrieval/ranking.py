@@ -246,7 +246,6 @@ def tag_jaccard(query_tokens: set[str], m: Memory) -> float:
     return len(query_tokens & tags) / len(query_tokens | tags)
 
 
-
 @dataclass(slots=True)
 class _Parts:
     """A candidate's score parts; a hit's parts and reasons are written out only for the rows picked (a search

@@ -234,11 +234,10 @@ def bare_time(text: str) -> str:
     return _FILTER_PARTICLE.sub("", _FILTER_LEAD.sub("", " ".join(text.split())))
 
 
-def relative_window(text: str, now: datetime) -> Window | None:
+def relative_window(t: str, now: datetime) -> Window | None:
     """The window of a text that is one relative time and nothing else ("the week before last", "last Friday",
-    "지지난주", "3일 전", "금요일"), as a date filter reads it; None for anything else. A weekday alone is the
-    latest such day up to today: a filter looks back at what is stored."""
-    t = bare_time(text)
+    "지지난주", "3일 전", "금요일"; `bare_time` takes off what stands around it), as a date filter reads it; None for
+    anything else. A weekday alone is the latest such day up to today: a filter looks back at what is stored."""
     for pat, resolve in _PATTERNS:
         if (m := pat.fullmatch(t)) is not None:
             return resolve(m, now)

@@ -36,8 +36,9 @@ _YEAR = re.compile(r"(?:19|20)\d\d")
 # "May" only beside a number ("7 May", "May 2023"): as a word it is mostly the verb.
 _MAY = re.compile(r"\b\d{1,2}\s+may\b|\bmay\s+\d", re.IGNORECASE)
 # Korean: relative days and periods, weekdays, counted periods and dates (3년, 5월, 2주, 10일), "… ago".
+# (재작년 is found by 작년.)
 _KO_LITERALS = ("어제", "오늘", "내일", "그제", "그저께", "모레", "글피", "지난", "작년", "올해", "금년", "내년",
-                "재작년", "주말", "전에", "최근", "요즘", "방금", "아까", "예전", "옛날")
+                "주말", "전에", "최근", "요즘", "방금", "아까", "예전", "옛날")
 _KO_PATTERN = re.compile(r"(?:이번|다음)\s?(?:주|달|해)|[월화수목금토일]요일|\d\s?(?:년|월|일|주|달|개월)|얼마\s?전")
 _KO_PATTERN_HINTS = ("이번", "다음", "요일", "년", "월", "일", "주", "달", "얼마")
 
