@@ -27,7 +27,7 @@ from gieok.core.errors import ConfigError, StoreError
 from gieok.core.ids import uuid7
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.text import index_text, query_terms
-from gieok.store.base import ColdResult
+from gieok.store.base import ColdResult, VectorSink
 from gieok.store.postgres import PostgresStore, postgres_conninfo, vector_index_name
 from gieok.store.postgres.migrations import MIGRATIONS
 from gieok.store.sqlite.migrations import MIGRATIONS as SQLITE_MIGRATIONS
@@ -130,8 +130,12 @@ async def test_selective_filter_returns_full_results(pg: PostgresStore, pg_url: 
     assert [m.id for m, _ in small] == exact_top(users == "small")         # small users: exact, in order
     assert small[0][1] == pytest.approx(float(x[ids.index(small[0][0].id)] @ q), abs=1e-5)
 
-    big = await pg.vector_search(SearchFilters(user_id="big"), "m", q, 50)
+    sink = VectorSink("m")
+    big = await pg.vector_search(SearchFilters(user_id="big"), "m", q, 50, sink=sink)
     assert len(big) == 50 and len({m.id for m, _ in big} & set(exact_top(users == "big", 50))) >= 45
+    # The HNSW search reads its rows' vectors with them, as stored.
+    assert set(sink.found) == {m.id for m, _ in big}
+    assert all(np.allclose(sink.found[m.id], x[ids.index(m.id)], atol=1e-6) for m, _ in big)
 
     # A filter so narrow that the HNSW scan comes back short falls back to the exact scan.
     few = [ids[j] for j in np.flatnonzero(users == "big")[:3]]
@@ -269,6 +273,10 @@ async def test_keyword_work_is_bounded_on_common_terms(pg: PostgresStore, pg_url
     newest = {m.id for m in [*rows, rare][-10:]}
     assert len(hits) == 5 and {m.id for m, _ in hits} <= newest
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    # The same rows with their vectors read beside them (none embedded here: looked at, none found).
+    sink = VectorSink("m")
+    assert await pg.keyword_search(f, query_terms("project"), 5, sink=sink) == hits
+    assert sink.looked == {m.id for m, _ in hits} and sink.found == {}
     # Rankable only (a Korean query's feedback words): the common word is not searched at all, the rare one is.
     assert await pg.keyword_search(f, query_terms("project"), 5, rankable_only=True) == []
     assert [m.id for m, _ in await pg.keyword_search(f, query_terms("project zeppelin"), 5,

@@ -14,7 +14,7 @@ from gieok.core.models import Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.memory.ingest import MessageIn, prepare
 from gieok.store import Store, open_store
-from gieok.store.base import ColdResult, ProjectTag, UserProfile
+from gieok.store.base import ColdResult, ProjectTag, UserProfile, VectorSink
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
@@ -158,6 +158,35 @@ async def test_vector_search_filters_and_models(store: Store) -> None:
     assert again[0][0].id == ids[7] and again[0][1] == pytest.approx(1.0, abs=1e-5)
     vecs = await store.get_vectors([ids[0], ids[1]], "model-a")
     assert set(vecs) == {ids[0], ids[1]}
+
+
+async def test_searches_read_their_rows_vectors_with_them(store: Store) -> None:
+    embedded = [await put(store, f"크롬 오류 note {i}", at=T0 + timedelta(minutes=i)) for i in range(6)]
+    pending = await put(store, "크롬 오류 note, not embedded yet", at=T0 + timedelta(hours=1))
+    other = await put(store, "크롬 오류 note, another model's", at=T0 + timedelta(hours=2))
+    await store.complete_cold([ColdResult(mid, embedding=unit(i), embedding_model="model-a")
+                               for i, mid in enumerate(embedded)], T0)
+    await store.complete_cold([ColdResult(other, embedding=unit(50), embedding_model="model-b")], T0)
+    f = SearchFilters(user_id="alice")
+    expected = await store.get_vectors([*embedded, pending, other], "model-a")
+    # The keyword search's rows: every one looked at, only the model's vectors found, equal to get_vectors'.
+    sink = VectorSink("model-a")
+    hits = await store.keyword_search(f, query_terms("크롬 오류"), 20, sink=sink)
+    assert {m.id for m, _ in hits} == {*embedded, pending, other} == sink.looked
+    assert set(sink.found) == set(expected) == set(embedded)
+    assert all(np.array_equal(sink.found[k], expected[k]) for k in expected)
+    assert all(v.dtype == np.float32 for v in sink.found.values())
+    # The same rows and scores as without a sink.
+    assert [(m.id, s) for m, s in hits] == [(m.id, s) for m, s in
+                                            await store.keyword_search(f, query_terms("크롬 오류"), 20)]
+    # The vector search's rows, likewise.
+    sink = VectorSink("model-a")
+    near = await store.vector_search(f, "model-a", unit(3), 4, sink=sink)
+    assert sink.looked == {m.id for m, _ in near} == set(sink.found) and len(near) == 4
+    assert all(np.array_equal(sink.found[m.id], expected[m.id]) for m, _ in near)
+    # Nothing found, nothing put.
+    sink = VectorSink("model-a")
+    assert await store.keyword_search(f, query_terms("zeppelin"), 5, sink=sink) == [] and not sink.looked
 
 
 async def test_claim_lease_complete_and_fail(store: Store) -> None:

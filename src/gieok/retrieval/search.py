@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, NoReturn, TypeVar
+from typing import NoReturn, TypeVar
 
 import anyio
 
@@ -43,11 +43,10 @@ from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script
 from gieok.retrieval.time_words import asks_when, states_time
 from gieok.retrieval.verdict import pair_band, semantic_verdict
-from gieok.store.base import Store, Vector
+from gieok.store.base import Store, Vector, VectorSink
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-U = TypeVar("U")
 
 
 # What a search says when the semantic search found nothing close: for the person or agent reading it (the
@@ -107,18 +106,9 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     # is then the mean of its cosines to both query vectors.
     rendered: list[Vector] = []
 
-    # The candidates' vectors: the vector search's own rows' fetched as soon as it has them, while the full-text
-    # search is still running; the others' beside the searches that still add a few candidates (an English
-    # query's Korean words, a Korean query's feedback words); only those few after.
-    prefetched: dict[str, Vector] = {}
-    asked: set[str] = set()
-
-    async def vectors_of(ids: set[str]) -> dict[str, Vector]:
-        ids = ids - asked
-        if qvec is None or embedder is None or not ids:
-            return {}
-        asked.update(ids)
-        return await store.get_vectors(sorted(ids), embedder.name)
+    # The candidates' vectors: each search reads its rows' with the rows (one query, not a second round trip for
+    # them after it); only the few candidates no search returned (none, usually) are fetched after.
+    sink = VectorSink(embedder.name) if embedder is not None and recipe.use_vectors else None
 
     async def semantic(emb: Embedder) -> None:
         nonlocal qvec
@@ -132,19 +122,18 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             log.warning("query embedding failed: %s", exc)
             return
         EMBED_LATENCY.labels("query").observe(time.perf_counter() - t0)
-        vec_hits.extend(await store.vector_search(f, emb.name, qvec, recipe.candidates))
+        vec_hits.extend(await store.vector_search(f, emb.name, qvec, recipe.candidates, sink=sink))
         for since, until in windows[:3]:
             # The named window's best matches join the pool (capped: a query naming many dates stays cheap).
             lo = max(since, f.since) if f.since else since
             hi = min(until, f.until) if f.until else until
             if lo < hi:
                 vec_hits.extend(await store.vector_search(replace(f, since=lo, until=hi), emb.name, qvec,
-                                                          recipe.date_candidates))
-        prefetched.update(await vectors_of({m.id for m, _ in vec_hits}))
+                                                          recipe.date_candidates, sink=sink))
 
     async def keywords() -> None:
         nonlocal kw_hits
-        kw_hits = await store.keyword_search(f, terms + prefixes, recipe.candidates)
+        kw_hits = await store.keyword_search(f, terms + prefixes, recipe.candidates, sink=sink)
 
     extra: list[list[str]] = []
     translated: list[list[str]] = []      # the part of `extra` the dictionary gave
@@ -167,14 +156,14 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 rendered.extend(await _rendered(embedder, br.english, f.user_id))
 
     async def bridged_keywords() -> None:
-        bridged_hits.extend(await store.keyword_search(f, extra, recipe.candidates))
+        bridged_hits.extend(await store.keyword_search(f, extra, recipe.candidates, sink=sink))
 
     async def synonym_keywords() -> None:
         # A Korean query word's Korean synonyms (native word / loanword: 축제 / 페스티벌), for Korean memory;
         # after the bridge, whose query words' vectors they reuse.
         synonyms.extend(await _synonyms(embedder, f, query, terms))
         if synonyms:
-            synonym_hits.extend(await store.keyword_search(f, synonyms, recipe.candidates))
+            synonym_hits.extend(await store.keyword_search(f, synonyms, recipe.candidates, sink=sink))
 
     # The two candidate lists are independent: fetched side by side (the query embedding and the vector scan
     # overlap the full-text query; all of them run off the event loop).
@@ -194,9 +183,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         # An English query over Korean memory: the Korean nouns that translate its words, among those its best
         # Korean rows use, are the query's own words for Korean rows as a Korean query's synonyms are (merged,
         # and shown by a fallback, the same way). After the vector search, whose rows choose them.
-        (ko_terms, ko_hits), more_vecs = await _both(_korean_terms(store, f, query, terms, vec_hits, recipe),
-                                                      vectors_of({m.id for m, _ in kw_hits}))
-        prefetched.update(more_vecs)
+        ko_terms, ko_hits = await _korean_terms(store, f, query, terms, vec_hits, recipe, sink)
         synonyms.extend(ko_terms)
         synonym_hits.extend(ko_hits)
         # The vector search's own rows chose those words, so matching them is no evidence that the search found
@@ -229,16 +216,15 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             # Only words whose matches the store can rank all of: the words a big store's rows nearly all hold
             # (shared by any 3 rows) tell no row apart, and ranking them cost a Korean search at 100,000
             # memories a third of its time.
-            found, more_vecs = await _both(
-                store.keyword_search(f, more, use_recipe.feedback_candidates, rankable_only=True),
-                vectors_of(set(cands)))
-            prefetched.update(more_vecs)
+            found = await store.keyword_search(f, more, use_recipe.feedback_candidates, rankable_only=True,
+                                               sink=sink)
             for m, bm in found:
                 cands.setdefault(m.id, Candidate(m)).feedback = bm
-    if qvec is not None and embedder is not None and cands:
-        vecs = prefetched | await vectors_of(set(cands))
+    if qvec is not None and sink is not None and cands:
+        if missing := set(cands) - sink.looked:
+            sink.found.update(await store.get_vectors(sorted(missing), sink.model))
         for mid, c in cands.items():
-            v = vecs.get(mid)
+            v = sink.found.get(mid)
             if v is not None:
                 c.vector = v
                 if c.cos is None:
@@ -349,21 +335,6 @@ def _raise_first(group: BaseExceptionGroup) -> NoReturn:
     raise first from group
 
 
-async def _both(a: Awaitable[T], b: Awaitable[U]) -> tuple[T, U]:
-    """`a` and `b` side by side."""
-    out: dict[int, Any] = {}
-
-    async def run(i: int, call: Awaitable[Any]) -> None:
-        out[i] = await call
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run, 0, a)
-            tg.start_soon(run, 1, b)
-    except BaseExceptionGroup as group:
-        _raise_first(group)
-    return out[0], out[1]
-
-
 async def _or_nothing(what: str, call: Awaitable[T], nothing: T) -> T:
     """`call`'s answer, or `nothing` when the embedder fails: the bridge, the synonyms and the rendering widen a
     search, and a provider outage narrows it back to the query's own words instead of failing it."""
@@ -393,8 +364,8 @@ async def _synonyms(embedder: Embedder | None, f: SearchFilters, query: str,
 
 
 async def _korean_terms(store: Store, f: SearchFilters, query: str, terms: list[list[str]],
-                        vec_hits: list[tuple[Memory, float]],
-                        recipe: Recipe) -> tuple[list[list[str]], list[tuple[Memory, float]]]:
+                        vec_hits: list[tuple[Memory, float]], recipe: Recipe,
+                        sink: VectorSink | None) -> tuple[list[list[str]], list[tuple[Memory, float]]]:
     """Korean terms for an English query (gieok.retrieval.en_ko) and their full-text hits; none when the
     semantic search's best rows hold no Korean."""
     best = sorted(vec_hits, key=lambda t: -t[1])[: en_ko.POOL]
@@ -409,7 +380,7 @@ async def _korean_terms(store: Store, f: SearchFilters, query: str, terms: list[
     # chose them, so their own rows are candidates already, and a translation that more rows hold than a store
     # ranks (회의, "meeting", in a big Korean memory) would add only its newest matches, which say nothing about
     # which rows are about it (ranking them took 18 of an English query's 45 ms at 100,000 memories, PostgreSQL).
-    return ko, await store.keyword_search(f, ko, recipe.candidates, rankable_only=True)
+    return ko, await store.keyword_search(f, ko, recipe.candidates, rankable_only=True, sink=sink)
 
 
 async def _rendered(embedder: Embedder, english: str, user_id: str) -> list[Vector]:

@@ -36,6 +36,23 @@ Vector = npt.NDArray[np.float32]
 # Row id → (neighbour id, neighbour vector) of its session neighbours (Store.neighbour_vectors).
 NeighbourVectors = dict[str, list[tuple[str, Vector]]]
 
+
+@dataclass(slots=True)
+class VectorSink:
+    """Where a keyword or vector search also puts the `model` vectors of the rows it returns, for a caller that
+    scores them next: read with the rows, in the same query, instead of a `get_vectors` round trip after it.
+    `looked`: every returned row's id, whether it has such a vector or not (not embedded yet, another model)."""
+
+    model: str
+    found: dict[str, Vector] = field(default_factory=dict)
+    looked: set[str] = field(default_factory=set)
+
+    def put(self, rows: list[tuple[Memory, Any]], vectors: list[Vector | None]) -> None:
+        for (m, _score), v in zip(rows, vectors, strict=True):
+            self.looked.add(m.id)
+            if v is not None and m.embedding_model == self.model:
+                self.found[m.id] = v
+
 __all__ = [
     "UPDATABLE",
     "Check",
@@ -53,6 +70,7 @@ __all__ = [
     "Store",
     "UserProfile",
     "Vector",
+    "VectorSink",
 ]
 
 
@@ -259,19 +277,22 @@ class MemoryRows(Protocol):
 
 class SearchIndex(Protocol):
     async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int, *,
-                             rankable_only: bool = False) -> list[tuple[Memory, float]]:
+                             rankable_only: bool = False,
+                             sink: VectorSink | None = None) -> list[tuple[Memory, float]]:
         """Full-text candidates with a BM25 score (higher is better). `terms` from gieok.core.text.query_terms.
         `rankable_only`: leave out the terms too common for all their matches to be ranked
-        (gieok.store.shared.MAX_SCORED_MATCHES), and find nothing when every term is."""
+        (gieok.store.shared.MAX_SCORED_MATCHES), and find nothing when every term is. `sink`: also the
+        returned rows' vectors."""
         ...
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
         """Case-insensitive substring match on content (the seed's ILIKE fallback)."""
         ...
 
-    async def vector_search(self, f: SearchFilters, model: str, query: Vector,
-                            limit: int) -> list[tuple[Memory, float]]:
-        """Exact-enough top-`limit` by cosine among rows embedded with `model`, after filters."""
+    async def vector_search(self, f: SearchFilters, model: str, query: Vector, limit: int, *,
+                            sink: VectorSink | None = None) -> list[tuple[Memory, float]]:
+        """Exact-enough top-`limit` by cosine among rows embedded with `model`, after filters. `sink` (of the
+        same model): also the returned rows' vectors."""
         ...
 
     async def get_vectors(self, ids: list[str], model: str) -> dict[str, Vector]: ...

@@ -53,3 +53,14 @@ def row_to_memory(row: tuple[Any, ...]) -> Memory:
 def vec(value: Any) -> Vector:
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
+
+# A vector beside text-format columns: pgvector's binary form as bytea (`vector_send`: a 2-byte dimension, 2
+# unused bytes, then big-endian float32s), since its text form is parsed number by number in Python.
+SENT_VECTOR = "vector_send(m.embedding)"
+
+
+def sent_vector(value: bytes | None) -> Vector | None:
+    if value is None:
+        return None
+    return np.frombuffer(value, dtype=">f4", offset=4).astype(np.float32)
+

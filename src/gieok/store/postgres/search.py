@@ -20,9 +20,9 @@ from psycopg import AsyncConnection, sql
 
 from gieok.core.errors import StoreError
 from gieok.core.models import Memory, SearchFilters
-from gieok.store.base import NeighbourVectors, Vector
+from gieok.store.base import NeighbourVectors, Vector, VectorSink
 from gieok.store.context_sql import chunks, neighbour_vectors_sql
-from gieok.store.postgres.codec import SELECT, row_to_memory, tags_sql, ts, vec
+from gieok.store.postgres.codec import SELECT, SENT_VECTOR, row_to_memory, sent_vector, tags_sql, ts, vec
 from gieok.store.postgres.connection import HNSW_EF_SEARCH, PostgresBase
 from gieok.store.postgres.text import FTS_STATS_TTL_S, FtsStats, bm25_sql, read_fts_stats, tsquery_params
 from gieok.store.postgres.vectors import knn_sql, vector_type
@@ -44,7 +44,8 @@ class SearchMixin(PostgresBase):
     MAX_SCORED_MATCHES = MAX_SCORED_MATCHES     # see gieok.store.shared
 
     async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int, *,
-                             rankable_only: bool = False) -> list[tuple[Memory, float]]:
+                             rankable_only: bool = False,
+                             sink: VectorSink | None = None) -> list[tuple[Memory, float]]:
         terms = [t for t in terms if t]
         if not terms:
             return []
@@ -60,12 +61,12 @@ class SearchMixin(PostgresBase):
         phrases = tsquery_params(kept)
         idf = [stats.idf(t) for t in kept]
         newest = potential > self.MAX_SCORED_MATCHES
-        q = bm25_sql(kept, where, SELECT, newest=newest)
+        q = bm25_sql(kept, where, SELECT if sink is None else f"{SELECT}, {SENT_VECTOR}", newest=newest)
         cap = [self.MAX_SCORED_MATCHES] if newest else []
         async with self._conn() as con:
             rows = await (await con.execute(q, [*phrases, *params, *cap, *phrases, stats.avg_len, *idf,
                                                 limit])).fetchall()
-        return [(row_to_memory(r[:-1]), float(r[-1])) for r in rows]
+        return _with_vectors(rows, sink)
 
     async def _fts_stats(self) -> FtsStats:
         """Row count, mean prepared-text length and lexeme frequencies, from the statistics ANALYZE keeps
@@ -101,8 +102,8 @@ class SearchMixin(PostgresBase):
             rows = await (await con.execute(q, [*params, like_pattern(needle), limit])).fetchall()
         return [row_to_memory(r) for r in rows]
 
-    async def vector_search(self, f: SearchFilters, model: str, query: Vector,
-                            limit: int) -> list[tuple[Memory, float]]:
+    async def vector_search(self, f: SearchFilters, model: str, query: Vector, limit: int, *,
+                            sink: VectorSink | None = None) -> list[tuple[Memory, float]]:
         dims = int(query.shape[0])
         if limit <= 0 or dims == 0:
             return []
@@ -141,16 +142,17 @@ class SearchMixin(PostgresBase):
             if n == 0:
                 return []
             if n > exact_max:
-                hits = await self._hnsw_search(con, where, params, model_cond, typ, qvec, limit)
+                hits = await self._hnsw_search(con, where, params, model_cond, typ, qvec, limit, sink)
                 if len(hits) >= limit:
                     return hits
-            return await self._exact_search(con, where, params, model_cond, typ, qvec, limit)
+            return await self._exact_search(con, where, params, model_cond, typ, qvec, limit, sink)
 
     async def _hnsw_search(self, con: AsyncConnection[Any], where: str, params: list[Any], model_cond: sql.Composed,
-                           typ: str, qvec: Vector, limit: int) -> list[tuple[Memory, float]]:
+                           typ: str, qvec: Vector, limit: int,
+                           sink: VectorSink | None) -> list[tuple[Memory, float]]:
         inner = (f"SELECT m.id, m.embedding::{typ} <=> %s::{typ} AS dist FROM memory m "
                  f"WHERE {where} AND {{model}} ORDER BY dist LIMIT %s")
-        q = sql.SQL(knn_sql(inner, typ, SELECT)).format(model=model_cond)
+        q = sql.SQL(knn_sql(inner, typ, _select(sink))).format(model=model_cond)
         if limit <= HNSW_EF_SEARCH:
             rows = await (await con.execute(q, [qvec, *params, limit], prepare=False)).fetchall()
         else:
@@ -159,17 +161,18 @@ class SearchMixin(PostgresBase):
             async with con.transaction():
                 await con.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
                 rows = await (await con.execute(q, [qvec, *params, limit], prepare=False)).fetchall()
-        return [(row_to_memory(r[:-1]), float(r[-1])) for r in rows]
+        return _with_vectors(rows, sink)
 
     async def _exact_search(self, con: AsyncConnection[Any], where: str, params: list[Any], model_cond: sql.Composed,
-                            typ: str, qvec: Vector, limit: int) -> list[tuple[Memory, float]]:
+                            typ: str, qvec: Vector, limit: int,
+                            sink: VectorSink | None) -> list[tuple[Memory, float]]:
         # MATERIALIZED: the candidates are fetched by the btree/filters first and then ranked exactly;
         # without it the planner may push ORDER BY … LIMIT into the HNSW index and lose filtered rows.
         inner = (f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding FROM memory m WHERE {where} AND {{model}}) "
                  f"SELECT c.id, c.embedding::{typ} <=> %s::{typ} AS dist FROM c ORDER BY dist LIMIT %s")
-        q = sql.SQL(knn_sql(inner, typ, SELECT)).format(model=model_cond)
+        q = sql.SQL(knn_sql(inner, typ, _select(sink))).format(model=model_cond)
         rows = await (await con.execute(q, [*params, qvec, limit], prepare=False)).fetchall()
-        return [(row_to_memory(r[:-1]), float(r[-1])) for r in rows]
+        return _with_vectors(rows, sink)
 
     async def get_vectors(self, ids: list[str], model: str) -> dict[str, Vector]:
         if not ids:
@@ -195,3 +198,16 @@ class SearchMixin(PostgresBase):
                 for mid, nid, emb in rows:
                     out.setdefault(mid, []).append((nid, vec(emb)))
         return out
+
+
+def _select(sink: VectorSink | None) -> str:
+    return SELECT if sink is None else f"{SELECT}, {SENT_VECTOR}"
+
+
+def _with_vectors(rows: list[Any], sink: VectorSink | None) -> list[tuple[Memory, float]]:
+    """A search's (row, score) pairs; with `sink`, each row's vector (the column before the score) put in it."""
+    if sink is None:
+        return [(row_to_memory(r[:-1]), float(r[-1])) for r in rows]
+    found = [(row_to_memory(r[:-2]), float(r[-1])) for r in rows]
+    sink.put(found, [sent_vector(r[-2]) for r in rows])
+    return found

@@ -16,7 +16,7 @@ import numpy as np
 from gieok.core.dates import iso
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.text import PREFIX, term_prefix
-from gieok.store.base import NeighbourVectors, Vector
+from gieok.store.base import NeighbourVectors, Vector, VectorSink
 from gieok.store.context_sql import chunks, neighbour_vectors_sql
 from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rankable_terms, rarest_terms
 from gieok.store.sqlfilters import where_clause
@@ -42,7 +42,8 @@ class SearchMixin(SQLiteBase):
     MAX_SCORED_MATCHES = MAX_SCORED_MATCHES     # see gieok.store.shared
 
     async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int, *,
-                             rankable_only: bool = False) -> list[tuple[Memory, float]]:
+                             rankable_only: bool = False,
+                             sink: VectorSink | None = None) -> list[tuple[Memory, float]]:
         if not terms:
             return []
         where, params = where_clause(f, "?", tags_sql, iso)
@@ -83,7 +84,7 @@ class SearchMixin(SQLiteBase):
                     f"m.seq = memory_fts.rowid WHERE memory_fts MATCH ? AND {fetch_where} "
                     f"ORDER BY memory_fts.rank LIMIT ?", [match, *params, limit]).fetchall()
             return [(row_to_memory(r[:-1]), float(r[-1])) for r in rows]
-        return await anyio.to_thread.run_sync(run)
+        return await self._sunk(await anyio.to_thread.run_sync(run), sink)
 
     def _scored_rows(self, score: dict[int, float], where: str, params: list[Any]) -> list[tuple[Memory, float]]:
         """The rows with these seqs that pass `where`, each with its score: in chunks, under SQLite's limit on
@@ -185,8 +186,8 @@ class SearchMixin(SQLiteBase):
         self._vec[key] = cache
         return cache
 
-    async def vector_search(self, f: SearchFilters, model: str, query: Vector,
-                            limit: int) -> list[tuple[Memory, float]]:
+    async def vector_search(self, f: SearchFilters, model: str, query: Vector, limit: int, *,
+                            sink: VectorSink | None = None) -> list[tuple[Memory, float]]:
         full_where, params = where_clause(f, "?", tags_sql, iso)
         # The candidates are fetched by rowid; the unary + keeps the planner from preferring the
         # (user_id, …) indexes and scanning every row of the user instead (46 ms → ~1 ms at 100k rows).
@@ -239,7 +240,15 @@ class SearchMixin(SQLiteBase):
                     found.sort(key=lambda t: -t[1])
                     return found[:limit]
                 want *= 8
-        return await anyio.to_thread.run_sync(run)
+        return await self._sunk(await anyio.to_thread.run_sync(run), sink)
+
+    async def _sunk(self, found: list[tuple[Memory, float]], sink: VectorSink | None) -> list[tuple[Memory, float]]:
+        """`found`, its rows' vectors put in `sink`: read by id from this process's own file, so a second query
+        costs little here (PostgreSQL reads them with the rows instead)."""
+        if sink is not None and found:
+            vecs = await self.get_vectors([m.id for m, _s in found], sink.model)
+            sink.put(found, [vecs.get(m.id) for m, _s in found])
+        return found
 
     def _viewer_scores(self, parts: list[tuple[str, str]], model: str,
                        query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
