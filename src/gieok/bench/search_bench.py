@@ -46,6 +46,8 @@ _HANGUL = "회의 커피 배포 검토 일정 보고 데이터 서버 모델 사
 # translations turn up among the vector search's best rows, as a user's own words do).
 KOREAN_EVERY = 5
 KOREAN_NOUNS = 200
+# Rows stored and embedded before each query of the "while rows arrive" line.
+ARRIVING = 4
 
 
 def _korean_pairs(prng: random.Random) -> list[tuple[str, str]]:
@@ -207,13 +209,33 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
                              fallback_threshold=0.0)
                 en_ko_t.append(time.perf_counter() - t0)
 
+            # Searches while the librarian writes: a few newly embedded rows before each query, as on a server whose
+            # agents keep talking (each search then first takes the new vectors into its matrix: on SQLite, the
+            # in-process cache; gieok.store.sqlite.vec_cache).
+            live_t = []
+            new_vecs = clustered(queries * ARRIVING, dim, len(centres), rng, centres)
+            for qi, q in enumerate(qs):
+                new = [prepare(MessageIn(content=text(n + qi * ARRIVING + j), user_id="bench", session_id="arriving",
+                                         created_at=base + timedelta(minutes=n + qi * ARRIVING + j)),
+                               max_bytes=1 << 16) for j in range(ARRIVING)]
+                await store.insert_many(new)
+                await store.complete_cold([ColdResult(m.id, embedding=v, embedding_model=_MODEL) for (m, _), v in
+                                           zip(new, new_vecs[qi * ARRIVING:(qi + 1) * ARRIVING], strict=True)], base)
+                emb.next = q
+                query = " ".join(prng.choices(vocab, weights, k=3))
+                t0 = time.perf_counter()
+                await search(store, emb, f, query, limit=k, recipe=recipe, now=base + timedelta(days=qi % 90),
+                             fallback_threshold=0.0)
+                live_t.append(time.perf_counter() - t0)
+
     res = {"backend": backend, "n": n, "dim": dim, "queries": queries, "k": k, "load_s": round(load_s, 1),
            "cache_build_s": round(cache_s, 2), "recall_vs_exact": round(statistics.mean(agree), 4),
            "cosine_vs_exact": round(statistics.mean(closeness), 4),
            "bridge_vocabulary": len(latin)}
     for name, ts in (("exact_numpy", exact_t), ("store_vector_search", store_t), ("full_search", full_t),
                      ("full_search_dated", dated_t),
-                     ("full_search_korean_bridge", ko_t), ("full_search_english_over_korean", en_ko_t)):
+                     ("full_search_korean_bridge", ko_t), ("full_search_english_over_korean", en_ko_t),
+                     ("full_search_rows_arriving", live_t)):
         res[f"{name}_p50_ms"] = round(statistics.median(ts) * 1e3, 2)
         res[f"{name}_p95_ms"] = round(_pct(ts, 95) * 1e3, 2)
     echo(f"{backend}: {n} memories of one user, {dim}-d clustered vectors, {queries} queries, top {k} "
@@ -233,4 +255,7 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
     echo(f"  English query, Korean rows: p50 {res['full_search_english_over_korean_p50_ms']:7.2f} ms   "
          f"p95 {res['full_search_english_over_korean_p95_ms']:7.2f} ms   (every {KOREAN_EVERY}th row Korean; "
          "their words looked up and searched)   target p95 ≤ 50 ms")
+    echo(f"  while rows arrive   : p50 {res['full_search_rows_arriving_p50_ms']:7.2f} ms   "
+         f"p95 {res['full_search_rows_arriving_p95_ms']:7.2f} ms   ({ARRIVING} rows stored and embedded before each "
+         "query, as while the librarian works)   target p95 ≤ 50 ms")
     return res

@@ -143,7 +143,7 @@ class SQLiteAuthTables(SQLiteBase):
             rep.api_keys = db.execute("DELETE FROM api_keys WHERE user_id = ?", (user_id,)).rowcount
             db.execute("DELETE FROM term_vectors WHERE user_id = ?", (user_id,))
             rep.audit_pseudonymised = _pseudonymise(db, user_id, pseudonym)
-        self._vec.clear()
+        self._drop_vector_caches()
         self._terms.clear()
         return rep
 

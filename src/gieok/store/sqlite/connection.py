@@ -15,10 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from gieok.core.dates import iso, utcnow
 from gieok.core.errors import ConfigError, StoreError
@@ -26,6 +23,7 @@ from gieok.store.base import Check
 from gieok.store.shared import columns_check
 from gieok.store.sqlite import migrations
 from gieok.store.sqlite.doc_freq import DocFreqCache
+from gieok.store.sqlite.vec_cache import VecCache
 from gieok.store.term_cache import TermCache
 
 # Per read connection (at most one per thread reading at once). mmap pages are the OS's page cache, shared
@@ -38,16 +36,6 @@ def sqlite_path(url: str) -> str:
     if not url.startswith("sqlite:///"):
         raise ConfigError(f"not a SQLite URL: {url!r} (expected sqlite:///path/to/memory.db)")
     return url[len("sqlite:///"):] or ":memory:"
-
-
-@dataclass
-class VecCache:
-    """A process's float32 matrix of one (user, model)'s vectors (`search.py`), refreshed by `embed_gen`."""
-
-    seqs: np.ndarray            # int64 row seqs
-    mat: np.ndarray             # float32 (n, dim), L2-normalised
-    gen: int                    # highest embed_gen loaded
-    created: np.ndarray         # datetime64[us] creation times (they never change): date-window searches
 
 
 class SQLiteBase:
@@ -65,8 +53,16 @@ class SQLiteBase:
         self._reader_count = 0
         self._readers_lock = threading.Lock()      # counts only: never the write lock, which a reader must not wait for
         self._vec: dict[tuple[tuple[str, str], str], VecCache] = {}  # ((partition kind, name), model)
+        # Refreshes of the vector caches one at a time: a refresh appends into the buffers its cache shares with
+        # the next (gieok.store.sqlite.vec_cache), and a cache dropped for an erased row must stay dropped.
+        self._vec_lock = threading.Lock()
         self._terms: dict[tuple[str, str], TermCache] = {}  # (user, model): gieok.store.term_cache
         self._doc_freq = DocFreqCache()     # common tokens' document counts (gieok.store.sqlite.doc_freq)
+
+    def _drop_vector_caches(self) -> None:
+        """Forget every vector cache (a row's vector erased): the next search reloads its partition."""
+        with self._vec_lock:
+            self._vec.clear()
 
     async def open(self) -> None:
         if self._db is not None:

@@ -147,7 +147,7 @@ class MemoryRowsMixin(SQLiteBase):
             n = db.execute("DELETE FROM memory WHERE id = ?", (memory_id,)).rowcount
             _refresh_context(db, sorted(around), expand=False)
         if n:
-            self._vec.clear()
+            self._drop_vector_caches()
         return n == 1
 
     async def refresh_context(self, ids: list[str]) -> int:

@@ -21,9 +21,8 @@ from gieok.store.context_sql import chunks, neighbour_vectors_sql
 from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rankable_terms, rarest_terms
 from gieok.store.sqlfilters import where_clause
 from gieok.store.sqlite.codec import SELECT, row_to_memory, tags_sql
-from gieok.store.sqlite.connection import SQLiteBase, VecCache
-
-_TIME = "datetime64[us]"
+from gieok.store.sqlite.connection import SQLiteBase
+from gieok.store.sqlite.vec_cache import TIME, VecCache
 
 
 def _as_time(dt: datetime) -> np.datetime64:
@@ -150,41 +149,36 @@ class SearchMixin(SQLiteBase):
         """The vector cache of one partition: ("u", user) a user's own rows, ("t", team) a team's shared
         rows, ("p", "") public rows. A viewer's candidates are the union of its partitions' caches."""
         key = (part, model)
-        cache = self._vec.get(key)
-        gen = cache.gen if cache else 0
         kind, name = part
         if kind == "u":
             sql = ("SELECT seq, embedding, embed_gen, created_at FROM memory INDEXED BY memory_vec_gen "
                    "WHERE user_id = ? AND embedding_model = ? AND embed_gen > ? AND embedding IS NOT NULL "
                    "ORDER BY embed_gen")
-            params: tuple[Any, ...] = (name, model, gen)
         else:
-            scope = "team" if kind == "t" else "public"
             sql = ("SELECT seq, embedding, embed_gen, created_at FROM memory INDEXED BY memory_shared_vec WHERE "
                    "privacy_scope = ? AND team = ? AND embedding_model = ? AND embed_gen > ? AND privacy_scope <> "
                    "'private' AND embed_gen > 0 AND embedding IS NOT NULL ORDER BY embed_gen")
-            params = (scope, name, model, gen)
-        with self._read() as db:
-            rows = db.execute(sql, params).fetchall()
-        if not rows:
-            if cache is None:
-                cache = VecCache(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), 0, np.zeros(0, _TIME))
-                self._vec[key] = cache
+        with self._vec_lock:
+            cache = self._vec.get(key)
+            gen = cache.gen if cache else 0
+            params: tuple[Any, ...] = ((name, model, gen) if kind == "u" else
+                                       ("team" if kind == "t" else "public", name, model, gen))
+            with self._read() as db:
+                rows = db.execute(sql, params).fetchall()
+            if not rows:
+                if cache is None:
+                    cache = self._vec[key] = VecCache.empty()
+                return cache
+            seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            mat = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+            # Stored as fixed-width ISO text ending in "Z" (gieok.core.dates.iso), which numpy reads without it.
+            created = np.array([r[3][:-1] for r in rows], dtype=TIME)
+            new_gen = int(rows[-1][2])
+            # New rows are appended in place; a re-embedded row's old vector is dropped (vec_cache).
+            cache = (VecCache.of(seqs, mat, new_gen, created) if cache is None
+                     else cache.extended(seqs, mat, new_gen, created))
+            self._vec[key] = cache
             return cache
-        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        mat = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
-        new_gen = int(rows[-1][2])
-        # Stored as fixed-width ISO text ending in "Z" (gieok.core.dates.iso), which numpy reads without it.
-        created = np.array([r[3][:-1] for r in rows], dtype=_TIME)
-        if cache is None or cache.mat.size == 0:
-            cache = VecCache(seqs, mat, new_gen, created)
-        else:
-            # A re-embedded row replaces its old vector.
-            keep = ~np.isin(cache.seqs, seqs)
-            cache = VecCache(np.concatenate([cache.seqs[keep], seqs]), np.vstack([cache.mat[keep], mat]), new_gen,
-                             np.concatenate([cache.created[keep], created]))
-        self._vec[key] = cache
-        return cache
 
     async def vector_search(self, f: SearchFilters, model: str, query: Vector, limit: int, *,
                             sink: VectorSink | None = None) -> list[tuple[Memory, float]]:
@@ -258,10 +252,8 @@ class SearchMixin(SQLiteBase):
         caches = [c for c in (self._refresh_vectors(p, model) for p in parts)
                   if c.seqs.size and c.mat.shape[1] == query.shape[0]]
         if not caches:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, _TIME)
-        # numpy's own SIMD loop for a matrix times a vector: OpenBLAS's sgemv on one thread took twice as long
-        # (100k × 384: p50 13.3 ms against 6.8 ms, measured on this 2-core machine).
-        scores = [np.einsum("ij,j->i", c.mat, query) for c in caches]
+            return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, TIME)
+        scores = [c.scores(query) for c in caches]
         if len(caches) == 1:
             return caches[0].seqs, scores[0], caches[0].created
         return (np.concatenate([c.seqs for c in caches]), np.concatenate(scores),
