@@ -3,6 +3,8 @@ changed vector copied; a query's scores remembered by the cache they were comput
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -115,4 +117,30 @@ async def test_search_stays_exact_while_rows_keep_arriving(tmp_path: Path) -> No
     assert store._vec == {}
     got = await store.vector_search(f, "m", vecs[0], 3)
     assert ids[0] not in [m.id for m, _ in got]
+    await store.close()
+
+
+async def test_an_erase_while_a_refresh_runs_neither_waits_nor_is_undone(tmp_path: Path) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'e.db'}")
+    await store.open()
+    rows = [prepare(MessageIn(content=f"row {i}", user_id="u"), max_bytes=64) for i in range(3)]
+    await store.insert_many(rows)
+    v = np.eye(4, dtype=np.float32)
+    await store.complete_cold([ColdResult(m.id, embedding=v[i], embedding_model="m")
+                               for i, (m, _) in enumerate(rows)], utcnow())
+    # A refresh holds the lock (a first load of a big matrix takes a second): dropping the caches, which an
+    # erase does on the event loop, does not wait for it...
+    erased: list[bool] = []
+    with store._vec_lock:
+        epoch = store._vec_epoch
+        eraser = threading.Thread(target=lambda: erased.append(asyncio.run(store.hard_delete(rows[0][0].id))),
+                                  daemon=True)
+        eraser.start()
+        eraser.join(timeout=10)
+        assert not eraser.is_alive() and erased == [True]
+    # ...and the cache that refresh built (it may hold the erased row) is not kept for the next search.
+    store._keep_vectors((("u", "u"), "m"), VecCache.of(np.array([1]), v[:1], 9, np.zeros(1, TIME)), epoch)
+    assert store._vec == {}
+    got = await store.vector_search(SearchFilters(user_id="u"), "m", v[0], 3)
+    assert rows[0][0].id not in [m.id for m, _ in got] and len(got) == 2
     await store.close()

@@ -54,15 +54,18 @@ class SQLiteBase:
         self._readers_lock = threading.Lock()      # counts only: never the write lock, which a reader must not wait for
         self._vec: dict[tuple[tuple[str, str], str], VecCache] = {}  # ((partition kind, name), model)
         # Refreshes of the vector caches one at a time: a refresh appends into the buffers its cache shares with
-        # the next (gieok.store.sqlite.vec_cache), and a cache dropped for an erased row must stay dropped.
+        # the next (gieok.store.sqlite.vec_cache). Dropping the caches does not wait for it (a first load of
+        # 100,000 vectors takes a second, and an erase runs on the event loop): it counts an epoch instead, and
+        # a refresh that began before the drop does not put its cache back.
         self._vec_lock = threading.Lock()
+        self._vec_epoch = 0
         self._terms: dict[tuple[str, str], TermCache] = {}  # (user, model): gieok.store.term_cache
         self._doc_freq = DocFreqCache()     # common tokens' document counts (gieok.store.sqlite.doc_freq)
 
     def _drop_vector_caches(self) -> None:
         """Forget every vector cache (a row's vector erased): the next search reloads its partition."""
-        with self._vec_lock:
-            self._vec.clear()
+        self._vec_epoch += 1
+        self._vec.clear()
 
     async def open(self) -> None:
         if self._db is not None:

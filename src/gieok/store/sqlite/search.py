@@ -159,6 +159,7 @@ class SearchMixin(SQLiteBase):
                    "privacy_scope = ? AND team = ? AND embedding_model = ? AND embed_gen > ? AND privacy_scope <> "
                    "'private' AND embed_gen > 0 AND embedding IS NOT NULL ORDER BY embed_gen")
         with self._vec_lock:
+            epoch = self._vec_epoch
             cache = self._vec.get(key)
             gen = cache.gen if cache else 0
             params: tuple[Any, ...] = ((name, model, gen) if kind == "u" else
@@ -167,7 +168,8 @@ class SearchMixin(SQLiteBase):
                 rows = db.execute(sql, params).fetchall()
             if not rows:
                 if cache is None:
-                    cache = self._vec[key] = VecCache.empty()
+                    cache = VecCache.empty()
+                    self._keep_vectors(key, cache, epoch)
                 return cache
             seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             mat = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
@@ -177,8 +179,18 @@ class SearchMixin(SQLiteBase):
             # New rows are appended in place; a re-embedded row's old vector is dropped (vec_cache).
             cache = (VecCache.of(seqs, mat, new_gen, created) if cache is None
                      else cache.extended(seqs, mat, new_gen, created))
-            self._vec[key] = cache
+            self._keep_vectors(key, cache, epoch)
             return cache
+
+    def _keep_vectors(self, key: tuple[tuple[str, str], str], cache: VecCache, epoch: int) -> None:
+        """Keep `cache` for the next search unless the caches were dropped since its refresh began (it may hold
+        an erased row's vector: this search uses it, the next one reloads)."""
+        if self._vec_epoch == epoch:
+            self._vec[key] = cache
+            # A drop between the check and the store: the drop counts before it clears, so either it clears
+            # this cache after, or the epoch has moved now.
+            if self._vec_epoch != epoch:
+                self._vec.pop(key, None)
 
     async def vector_search(self, f: SearchFilters, model: str, query: Vector, limit: int, *,
                             sink: VectorSink | None = None) -> list[tuple[Memory, float]]:
