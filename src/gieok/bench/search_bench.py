@@ -149,6 +149,14 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
             exact_t, store_t, full_t, agree, closeness = [], [], [], [], []
             emb = _GivenVector(dim)
             recipe = get_recipe("hybrid")
+
+            async def timed(q: npt.NDArray[np.float32], query: str, now: datetime) -> float:
+                """One whole search with `q` as its query vector, in seconds."""
+                emb.next = q
+                t0 = time.perf_counter()
+                await search(store, emb, f, query, limit=k, recipe=recipe, now=now, fallback_threshold=0.0)
+                return time.perf_counter() - t0
+
             seq_of = {m.id: i for i, (m, _) in enumerate(rows)}
             for qi, q in enumerate(qs):
                 t0 = time.perf_counter()
@@ -165,12 +173,8 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
                 # of what came back over the exact top k's.
                 closeness.append(float(np.mean(scores[[seq_of[m.id] for m, _ in got]])) / float(scores[top].mean()))
 
-                emb.next = q
                 query = " ".join(prng.choices(vocab, weights, k=3))
-                t0 = time.perf_counter()
-                await search(store, emb, f, query, limit=k, recipe=recipe, now=base + timedelta(days=qi % 90),
-                             fallback_threshold=0.0)
-                full_t.append(time.perf_counter() - t0)
+                full_t.append(await timed(q, query, base + timedelta(days=qi % 90)))
 
             # A query naming a day inside the stored span: the day's rows join the pool and the best candidates'
             # own words are read for the dates they name (gieok.retrieval.query_dates).
@@ -178,13 +182,9 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
             span_days = max(1, n // (24 * 60))
             dprng = random.Random(11)   # its own draws: the lines after it keep their queries
             for q in qs:
-                emb.next = q
                 day = base + timedelta(days=dprng.randrange(span_days))
                 query = " ".join(dprng.choices(vocab, weights, k=3)) + f" on {day.day} {day:%B} {day.year}?"
-                t0 = time.perf_counter()
-                await search(store, emb, f, query, limit=k, recipe=recipe, now=base + timedelta(days=90),
-                             fallback_threshold=0.0)
-                dated_t.append(time.perf_counter() - t0)
+                dated_t.append(await timed(q, query, base + timedelta(days=90)))
 
             # A Korean query over this memory with the cross-lingual bridge on (gieok.retrieval.bridge): the
             # user's vocabulary holds every Latin word of the store, each Korean word's vector is the query's.
@@ -192,22 +192,14 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
             await store.add_term_vectors("bench", _MODEL, latin, clustered(len(latin), dim, 64, rng))
             ko_t = []
             for qi, q in enumerate(qs):
-                emb.next = q
                 query = " ".join(prng.sample(_HANGUL, 3)) + "는 언제 했어?"
-                t0 = time.perf_counter()
-                await search(store, emb, f, query, limit=k, recipe=recipe, now=base + timedelta(days=qi % 90),
-                             fallback_threshold=0.0)
-                ko_t.append(time.perf_counter() - t0)
+                ko_t.append(await timed(q, query, base + timedelta(days=qi % 90)))
 
             # An English query over the Korean fifth: its words' Korean nouns among the pool's rows, searched.
             en_ko_t = []
             for qi, q in enumerate(qs):
-                emb.next = q
                 query = " ".join(e for e, _k in prng.sample(pairs, 3)) if pairs else "meeting notes"
-                t0 = time.perf_counter()
-                await search(store, emb, f, query, limit=k, recipe=recipe, now=base + timedelta(days=qi % 90),
-                             fallback_threshold=0.0)
-                en_ko_t.append(time.perf_counter() - t0)
+                en_ko_t.append(await timed(q, query, base + timedelta(days=qi % 90)))
 
             # Searches while the librarian writes: a few newly embedded rows before each query, as on a server whose
             # agents keep talking (each search then first takes the new vectors into its matrix: on SQLite, the
@@ -221,12 +213,8 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
                 await store.insert_many(new)
                 await store.complete_cold([ColdResult(m.id, embedding=v, embedding_model=_MODEL) for (m, _), v in
                                            zip(new, new_vecs[qi * ARRIVING:(qi + 1) * ARRIVING], strict=True)], base)
-                emb.next = q
                 query = " ".join(prng.choices(vocab, weights, k=3))
-                t0 = time.perf_counter()
-                await search(store, emb, f, query, limit=k, recipe=recipe, now=base + timedelta(days=qi % 90),
-                             fallback_threshold=0.0)
-                live_t.append(time.perf_counter() - t0)
+                live_t.append(await timed(q, query, base + timedelta(days=qi % 90)))
 
     res = {"backend": backend, "n": n, "dim": dim, "queries": queries, "k": k, "load_s": round(load_s, 1),
            "cache_build_s": round(cache_s, 2), "recall_vs_exact": round(statistics.mean(agree), 4),
