@@ -3,7 +3,9 @@
 Why it looks like this:
 - The stdlib `sqlite3` here cannot load extensions (no sqlite-vec), and an exact numpy scan of a user's
   vectors is fast (MEASURED.md: ~4 ms for 100k × 384), so vectors live in a BLOB column and each process
-  keeps a per-(user, model) float32 matrix that it refreshes incrementally through `embed_gen`.
+  keeps a per-(user, model) float32 matrix that it refreshes incrementally through `embed_gen`, appending the
+  librarian's new rows in place (`vec_cache`: a copy of the whole matrix per batch had cost each search that
+  followed a write ~0.1 s at 100,000 rows).
 - Full-text search is FTS5 over `search_text`, a prepared form of the content (gieok.core.text) in which
   Korean is split into character bigrams, since no SQLite tokenizer finds 2-syllable Korean words.
 - One connection per store, guarded by a lock. Short statements run inline on the event loop (they take
@@ -15,7 +17,8 @@ Why it looks like this:
 The modules: `connection` (open, transactions, migrations, checks), `codec` (a `Memory` as a row),
 `memories` (the rows), `search` (FTS5, substring, vectors), `queue` (the librarian's queue and job leases),
 `profiles` (profiles, project tags, links, feedback), `auth_tables` (teams, API keys, audit, erasure),
-`migrations`; `browse` (the dashboard's timeline, chart and menus); `code_refs` (anchors and error fingerprints).
+`migrations`; `browse` (the dashboard's timeline, chart and menus); `code_refs` (anchors and error fingerprints);
+`vec_cache` (the in-process vector matrix).
 """
 
 from __future__ import annotations
