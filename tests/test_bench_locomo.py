@@ -177,3 +177,40 @@ async def test_compare_end_to_end_korean_questions_share_one_memory(tmp_path: Pa
     lines.clear()
     await run_compare(a, ko, ks=(5,), echo=lines.append)
     assert "two memories" in lines[0]
+    # Kept stores: the second comparison searches both memories the first one built.
+    for _ in range(2):
+        again = await run_compare(a, ko, ks=(5,), echo=lines.append, stores=tmp_path / "stores")
+    assert lines[-2].endswith(")") and "reused" not in lines[-2] and "two memories, reused" in lines[-1]
+    assert again["b"]["questions"] == 2 and sorted(p.name for p in (tmp_path / "stores").glob("*.built.json")) == [
+        "1-b.built.json", "1.built.json"]
+
+
+async def test_stores_are_built_once_and_rebuilt_when_the_turns_change(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """--stores: the second run searches the memory the first one built (no ingest, same scores); a changed
+    conversation, or a store left unfinished, is built again."""
+    from gieok.bench import locomo
+    from gieok.memory.service import MemoryService
+
+    p, stores = tmp_path / "tiny.json", tmp_path / "stores"
+    p.write_text(json.dumps(CONV))
+    lines: list[str] = []
+    first = await run_locomo(p, ks=(1, 5), stores=stores, echo=lines.append)
+    assert (stores / "tiny.db").exists() and (stores / "tiny.built.json").exists()
+    with monkeypatch.context() as m:
+        async def no_ingest(*_a: object, **_k: object) -> None:
+            raise AssertionError("a reused memory is not ingested again")
+        m.setattr(MemoryService, "ingest", no_ingest)
+        second = await run_locomo(p, ks=(1, 5), stores=stores, echo=lines.append)
+    assert "memory reused" in lines[-1] and "memory reused" not in lines[0]
+    assert {k: v for k, v in second.items() if k != "wall_s"} == {k: v for k, v in first.items() if k != "wall_s"}
+    # Another turn: the digest differs, the store is rebuilt and holds it.
+    changed = dict(CONV, session_2=[*CONV["session_2"], {"speaker": "Joon", "dia_id": "D2:3", "text": "Bye!"}])
+    p.write_text(json.dumps(changed))
+    await run_locomo(p, ks=(1, 5), stores=stores, echo=lines.append)
+    assert "memory reused" not in lines[-1]
+    built = json.loads((stores / "tiny.built.json").read_text())
+    assert any("D2:3" in ids for ids in built["holds"].values())
+    # A record without its store (a run stopped half-way, a folder tidied by hand) is not trusted.
+    (stores / "tiny.db").unlink()
+    assert locomo._built(stores, load_conversation(p)) is None and not (stores / "tiny.built.json").exists()

@@ -22,11 +22,13 @@ results cannot change the usage signal of the next. `count_views=True` counts th
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -178,16 +180,41 @@ def score_dict(sc: Score, *, questions_skipped: int = 0, wall_s: float = 0.0, re
     return out
 
 
+def turns_digest(conv: Conversation) -> str:
+    """What a built memory was built from: its turns as ingested (not its questions)."""
+    h = hashlib.sha256(conv.name.encode())
+    for t in conv.turns:
+        h.update(json.dumps([t.dia_id, t.speaker, t.text, t.session, t.created_at.isoformat()]).encode())
+    return h.hexdigest()
+
+
+def _built(workdir: Path, conv: Conversation) -> dict[str, set[str]] | None:
+    """The turns each memory of a store kept from an earlier run holds, if that store was built from these
+    turns and finished; else None (and the stale files are removed)."""
+    db, record = workdir / f"{conv.name}.db", workdir / f"{conv.name}.built.json"
+    if record.exists() and db.exists():
+        saved = json.loads(record.read_text(encoding="utf-8"))
+        if saved.get("turns") == turns_digest(conv):
+            return {mid: set(ids) for mid, ids in saved["holds"].items()}
+    for p in (record, *workdir.glob(f"{conv.name}.db*")):
+        p.unlink(missing_ok=True)
+    return None
+
+
 async def run_conversation(conv: Conversation, score: Score, *, recipe: str, workdir: Path,
                            wrap_embedder: Callable[[Embedder], Embedder] | None = None,
                            also: Iterable[tuple[Conversation, Score]] = (),
-                           count_views: bool = False) -> None:
+                           count_views: bool = False, reuse: bool = False) -> bool:
     """Ingest `conv`, let the librarian finish, ask its questions into `score`; `also`: further question sets
-    over the same turns (a variant with the questions in another language), each into its own score."""
+    over the same turns (a variant with the questions in another language), each into its own score.
+    `reuse`: a memory built from the same turns in `workdir` by an earlier run is searched as it is (ingest
+    and the librarian are skipped), and one built now is kept for the next run. Returns whether it was reused."""
     from gieok.app.runtime import open_runtime
     from gieok.core.settings import load_settings
     from gieok.memory.ingest import MessageIn
 
+    holds = _built(workdir, conv) if reuse else None
+    reused = holds is not None
     settings = load_settings(home=workdir, database_url=f"sqlite:///{workdir / f'{conv.name}.db'}",
                              user_id=USER_ID, llm="none")
     async with open_runtime(settings) as rt:
@@ -195,41 +222,63 @@ async def run_conversation(conv: Conversation, score: Score, *, recipe: str, wor
         if wrap_embedder is not None and svc.embedder is not None:
             # The service searches and the librarian embeds with the same (wrapped) embedder.
             svc.embedder = rt.librarian.embedder = wrap_embedder(svc.embedder)
-        holds: dict[str, set[str]] = {}
-        for t in conv.turns:
-            mid, _ = await svc.ingest(MessageIn(content=t.text, user_id=USER_ID, role="user", title=t.speaker,
-                                                session_id=f"{conv.name}-session-{t.session}",
-                                                created_at=t.created_at, meta={"dia_id": t.dia_id}))
-            # An identical message is stored once; every turn it stands for counts as retrieved with it.
-            holds.setdefault(mid, set()).add(t.dia_id)
-        await rt.librarian.run_once()
+        if holds is None:
+            holds = {}
+            for t in conv.turns:
+                mid, _ = await svc.ingest(MessageIn(content=t.text, user_id=USER_ID, role="user", title=t.speaker,
+                                                    session_id=f"{conv.name}-session-{t.session}",
+                                                    created_at=t.created_at, meta={"dia_id": t.dia_id}))
+                # An identical message is stored once; every turn it stands for counts as retrieved with it.
+                holds.setdefault(mid, set()).add(t.dia_id)
+            await rt.librarian.run_once()
+            if reuse:
+                # Written last: a run stopped before this point leaves no record, and its store is rebuilt.
+                (workdir / f"{conv.name}.built.json").write_text(json.dumps(
+                    {"turns": turns_digest(conv), "holds": {k: sorted(v) for k, v in holds.items()}}),
+                    encoding="utf-8")
         f = svc.filters(USER_ID)
         for c, sc in ((conv, score), *also):
             kmax = max(sc.ks)
             for q in c.questions:
                 out = await svc.search(f, q.question, limit=kmax, recipe=recipe, now=c.now, count_view=count_views)
                 sc.add(q, [holds.get(h.memory.id, set()) for h in out.hits])
+    return reused
+
+
+@contextlib.contextmanager
+def workdir_for(stores: Path | None, prefix: str) -> Iterator[Path]:
+    """Where the memories are built: `stores` (kept for the next run) or a temporary folder."""
+    if stores is not None:
+        stores.mkdir(parents=True, exist_ok=True)
+        yield stores
+        return
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        yield Path(tmp)
 
 
 async def run_locomo(data: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: str = "hybrid",
                      wrap_embedder: Callable[[Embedder], Embedder] | None = None,
-                     echo: Callable[[str], Any] | None = None, count_views: bool = False) -> dict[str, Any]:
+                     echo: Callable[[str], Any] | None = None, count_views: bool = False,
+                     stores: Path | None = None) -> dict[str, Any]:
+    """`stores`: a folder keeping each conversation's built memory for the next run (`run_conversation`'s
+    `reuse`), so that a ranking change is measured without ingesting and embedding again."""
     files = sorted(data.glob("*.json")) if data.is_dir() else [data]
     if not files:
         raise FileNotFoundError(f"no *.json conversation files in {data}")
     t0 = time.perf_counter()
     score = Score(tuple(sorted(set(ks))))
     skipped = 0
-    with tempfile.TemporaryDirectory(prefix="gieok-locomo-") as tmp:
+    with workdir_for(stores, "gieok-locomo-") as workdir:
         for path in files:
             conv = load_conversation(path)
             skipped += conv.skipped
             t1 = time.perf_counter()
-            await run_conversation(conv, score, recipe=recipe, workdir=Path(tmp), wrap_embedder=wrap_embedder,
-                                   count_views=count_views)
+            reused = await run_conversation(conv, score, recipe=recipe, workdir=workdir,
+                                            wrap_embedder=wrap_embedder, count_views=count_views,
+                                            reuse=stores is not None)
             if echo:
-                echo(f"{path.name}: {len(conv.turns)} turns, {len(conv.questions)} questions "
-                     f"({time.perf_counter() - t1:.0f} s)")
+                echo(f"{path.name}: {len(conv.turns)} turns, {len(conv.questions)} questions"
+                     f"{', memory reused' if reused else ''} ({time.perf_counter() - t1:.0f} s)")
     return score_dict(score, questions_skipped=skipped, wall_s=time.perf_counter() - t0, recipe=recipe)
 
 

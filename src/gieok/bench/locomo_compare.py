@@ -13,13 +13,20 @@ identical by construction and the run takes half the time.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from gieok.bench.locomo import Conversation, Score, format_report, load_conversation, run_conversation, score_dict
+from gieok.bench.locomo import (
+    Conversation,
+    Score,
+    format_report,
+    load_conversation,
+    run_conversation,
+    score_dict,
+    workdir_for,
+)
 
 
 def _files(data: Path) -> list[Path]:
@@ -49,8 +56,8 @@ def _same_turns(x: Conversation, y: Conversation) -> bool:
 
 
 async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: str = "hybrid",
-                      b_questions: str = "question",
-                      echo: Callable[[str], Any] | None = None) -> dict[str, Any]:
+                      b_questions: str = "question", echo: Callable[[str], Any] | None = None,
+                      stores: Path | None = None) -> dict[str, Any]:
     """Score both variants; `{"a": score, "b": score, "ratio": b/a per figure, "pairs": [...]}`. `b_questions`:
     the field B's questions are read from (`question_en`: English questions over the Korean memory)."""
     t0 = time.perf_counter()
@@ -58,20 +65,21 @@ async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), re
     sa, sb = Score(ks), Score(ks)
     skipped_a = skipped_b = 0
     pairs = pair_files(a, b)
-    with tempfile.TemporaryDirectory(prefix="gieok-locomo-cmp-") as tmp:
+    keep = stores is not None
+    with workdir_for(stores, "gieok-locomo-cmp-") as workdir:
         for pa, pb in pairs:
             ca, cb = load_conversation(pa), load_conversation(pb, question_key=b_questions)
             skipped_a += ca.skipped
             skipped_b += cb.skipped
             t1 = time.perf_counter()
             if _same_turns(ca, cb):
-                await run_conversation(ca, sa, recipe=recipe, workdir=Path(tmp), also=[(cb, sb)])
-                how = "one memory, both question sets"
+                reused = await run_conversation(ca, sa, recipe=recipe, workdir=workdir, also=[(cb, sb)], reuse=keep)
+                how = "one memory, both question sets" + (", reused" if reused else "")
             else:
                 cb.name = f"{cb.name}-b"  # its own store file
-                await run_conversation(ca, sa, recipe=recipe, workdir=Path(tmp))
-                await run_conversation(cb, sb, recipe=recipe, workdir=Path(tmp))
-                how = "two memories"
+                reused_a = await run_conversation(ca, sa, recipe=recipe, workdir=workdir, reuse=keep)
+                reused_b = await run_conversation(cb, sb, recipe=recipe, workdir=workdir, reuse=keep)
+                how = "two memories" + (", reused" if reused_a and reused_b else "")
             if echo:
                 echo(f"{pa.name} vs {pb}: {len(ca.questions)} / {len(cb.questions)} questions, {how} "
                      f"({time.perf_counter() - t1:.0f} s)")

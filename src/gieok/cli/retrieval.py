@@ -37,6 +37,10 @@ def bench_locomo(
         help="The field B's questions are read from: question_en asks a translated conversation's English "
              "originals, e.g. --data locomo-dev/30.json --compare locomo-ko-dev/ko/30.json "
              "--compare-questions question_en (English questions over Korean memory).")] = "question",
+    stores: Annotated[Path | None, typer.Option(
+        help="Keep each conversation's built memory in this folder and search it again on the next run while "
+             "its turns are unchanged: ingest and the librarian run once, and a ranking change is measured in "
+             "a minute. Delete the folder after changing ingest or the librarian.")] = None,
 ) -> None:
     """Evidence recall of ingest → librarian → search on LoCoMo (metric of ../shared/eval/README.md)."""
     from gieok.bench.locomo import format_report, load_conversation, run_locomo
@@ -59,14 +63,15 @@ def bench_locomo(
         except (FileNotFoundError, ValueError) as exc:
             raise typer.BadParameter(str(exc), param_hint="--compare") from None
         cmp = asyncio.run(run_compare(data, compare, ks=ks, recipe=recipe, b_questions=compare_questions,
-                                      echo=None if as_json else lambda s: typer.echo(s, err=True)))
+                                      echo=None if as_json else lambda s: typer.echo(s, err=True),
+                                      stores=stores))
         if as_json:
             typer.echo(json.dumps(cmp, ensure_ascii=False))
         else:
             for line in format_compare(cmp, ks):
                 typer.echo(line)
         return
-    res = asyncio.run(run_locomo(data, ks=ks, recipe=recipe, count_views=count_views,
+    res = asyncio.run(run_locomo(data, ks=ks, recipe=recipe, count_views=count_views, stores=stores,
                                  echo=None if as_json else lambda s: typer.echo(s, err=True)))
     if as_json:
         typer.echo(json.dumps(res, ensure_ascii=False))
