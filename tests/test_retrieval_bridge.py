@@ -21,8 +21,8 @@ from gieok.retrieval.bridge import (
     merge_bridged,
     nearest_terms,
     query_words,
-    written_in_english,
 )
+from gieok.retrieval.scripts import written_in_english
 from gieok.store import open_store
 from gieok.store.base import Store
 from tests.conftest import e5_service

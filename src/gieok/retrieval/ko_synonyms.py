@@ -23,7 +23,8 @@ from gieok.core.once import Once
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval import ko_lexicon
-from gieok.retrieval.bridge import embed_words, written_in_english
+from gieok.retrieval.bridge import embed_words
+from gieok.retrieval.scripts import written_in_english
 
 __all__ = ["candidates", "inverted", "synonym_terms"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gieok.core.models import SearchFilters
-from gieok.retrieval.bridge import written_in_english
 from gieok.retrieval.ranking import Candidate, Recipe, own_relevance
+from gieok.retrieval.scripts import written_in_english
 from gieok.store.base import Store, Vector
 
 

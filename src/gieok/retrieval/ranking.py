@@ -12,7 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from gieok.core.models import Hit, Memory
-from gieok.retrieval.scripts import HANGUL, LATIN, text_script
+from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
 from gieok.store.base import Vector
 
 HALF_LIFE_DAYS = {"working": 2.0, "episodic": 30.0, "semantic": 180.0, "procedural": 180.0}
@@ -330,9 +330,9 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     # ranked below unrelated embedded rows. Its keyword evidence stands in for the missing semantic part.
     semantic = recipe.r_cos > 0 and any(c.cos is not None for c in cands)
     rels: list[tuple[float, float, float, float, float, float, float]] = []
-    # English words matched as words: the rows in Latin letters of a query in Latin letters (bm25_share_of_best).
-    words = text_script(query_text) == LATIN
-    same = [words and text_script(c.memory.content) == LATIN for c in cands]
+    # English words matched as words: the English rows of a query in Latin letters (bm25_share_of_best).
+    words = recipe.bm25_share_of_best > 0 and text_script(query_text) == LATIN
+    same = [words and written_in_english(c.memory) for c in cands]
     best_bm = max((keyword_evidence(c, recipe) for c, sm in zip(cands, same, strict=True) if sm), default=0.0)
     for c, sm in zip(cands, same, strict=True):
         m = c.memory

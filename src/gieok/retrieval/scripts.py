@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 
+from gieok.core.models import Memory
+
 HANGUL, LATIN = "hangul", "latin"
 
 _HANGUL = re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
 _LATIN = re.compile("[A-Za-z\u00c0-\u024f]+")
+_SYLLABLES = re.compile("[\uac00-\ud7af]")
 # Enough of a text to tell its script; a long memory's first part says it as well as all of it.
 _SAMPLE = 200
 
@@ -27,3 +30,9 @@ def text_script(text: str) -> str:
         return LATIN
     h = sum(map(len, _HANGUL.findall(s)))
     return HANGUL if 3 * h >= sum(map(len, _LATIN.findall(s))) else LATIN
+
+
+def written_in_english(m: Memory) -> bool:
+    """Whether a row is English (more exactly, not Korean) memory: no Hangul syllable in its first characters is
+    the quick answer, else `text_script`."""
+    return _SYLLABLES.search(m.content[:_SAMPLE]) is None or text_script(m.content) != HANGUL

@@ -24,7 +24,6 @@ from gieok.retrieval.bridge import (
     embed_words,
     merge_bridged,
     query_word_forms,
-    written_in_english,
 )
 from gieok.retrieval.doc_text import embedded_scripts
 from gieok.retrieval.feedback import feedback_terms
@@ -40,7 +39,7 @@ from gieok.retrieval.ranking import (
     rank,
 )
 from gieok.retrieval.same_error import with_same_error
-from gieok.retrieval.scripts import HANGUL, LATIN, text_script
+from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
 from gieok.retrieval.time_words import asks_when, states_time
 from gieok.retrieval.verdict import pair_band, semantic_verdict
 from gieok.store.base import Store, Vector, VectorSink

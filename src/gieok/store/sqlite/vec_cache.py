@@ -98,14 +98,12 @@ class VecCache:
         buf = self._buf
         if buf is None or n == 0 or mat.shape[1] != self.mat.shape[1]:
             return VecCache.of(seqs, mat, gen, created)
-        if any(s in buf.index for s in seqs.tolist()):
-            # A changed vector: copied without its old row, never overwritten under a reader.
-            keep = ~np.isin(self.seqs, seqs)
+        changed = any(s in buf.index for s in seqs.tolist())
+        if changed or n != len(buf.index) or n + len(seqs) > len(buf.seqs):
+            # A copy with room again: a changed vector (its old row left out, never overwritten under a reader),
+            # no room left, or another cache already appended from this one's buffers (which a store's lock rules
+            # out, but a copy is always correct).
+            keep = ~np.isin(self.seqs, seqs) if changed else np.ones(n, bool)
             return VecCache.of(np.concatenate([self.seqs[keep], seqs]), np.vstack([self.mat[keep], mat]), gen,
                                np.concatenate([self.created[keep], created]))
-        if n != len(buf.index) or n + len(seqs) > len(buf.seqs):
-            # No room left, or another cache was already appended from this one's buffers (which a store's
-            # lock rules out, but a copy is always correct): a new matrix with room again.
-            return VecCache.of(np.concatenate([self.seqs, seqs]), np.vstack([self.mat, mat]), gen,
-                               np.concatenate([self.created, created]))
         return VecCache._write(buf, n, seqs, mat, gen, created)
