@@ -132,12 +132,19 @@ async def test_a_reply_is_found_by_the_words_of_the_message_it_answers(plain: Me
              ("assistant", "목요일 오후 세 시로 정했어요.")]
     ids = [(await plain.ingest(MessageIn(content=t, role=r, user_id="alice", session_id="s1",
                                          created_at=f"2025-05-01T10:00:0{i}Z")))[0] for i, (r, t) in enumerate(turns)]
+    told = [(await plain.ingest(MessageIn(content=t, role=r, user_id="alice", session_id="s3",
+                                          created_at=f"2025-05-02T10:00:0{i}Z")))[0]
+            for i, (r, t) in enumerate([("user", "The invoice service needs a retry queue."),
+                                        ("assistant", "Then reuse the outbox table we already have.")])]
     await plain.ingest(MessageIn(content="The billing dashboard is slow", user_id="alice", session_id="s2"))
     f = plain.filters("alice")
     assert ids[1] not in [h.memory.id for h in (await plain.search(f, "billing", now=NOW)).hits]
     await plain.processor.run_once()     # the librarian adds each message's neighbours to its index entry
+    invoice = [h.memory.id for h in (await plain.search(f, "invoice", now=NOW)).hits]
+    assert told[1] in invoice and invoice.index(told[0]) < invoice.index(told[1])   # own words still rank first
+    # ... unless the message holding them only asks: the reply holds the answer (ranking's r_question).
     billing = [h.memory.id for h in (await plain.search(f, "billing", now=NOW)).hits]
-    assert ids[1] in billing and billing.index(ids[0]) < billing.index(ids[1])   # own words still rank first
+    assert ids[0] in billing and billing.index(ids[1]) < billing.index(ids[0])
     assert ids[3] in [h.memory.id for h in (await plain.search(f, "회의", now=NOW)).hits]
 
 
