@@ -51,12 +51,19 @@ class Tally:
 
 
 class Replicas:
-    """Round-robin over the replicas, skipping one for a few seconds after it failed to connect."""
+    """Round-robin over the replicas, as a load balancer's passive health check would: a replica that failed to
+    connect is skipped for 2 s, then tried by one request; each further failure doubles the wait (up to 16 s),
+    a success clears it. A fixed 2 s had every agent try a dead replica again every 2 s, so on a slow machine
+    (fewer requests) the errors after a kill were a larger share of the run."""
+
+    FIRST_WAIT_S = 2.0
+    MAX_WAIT_S = 16.0
 
     def __init__(self, urls: list[str]) -> None:
         self.urls = urls
         self._next = 0
         self._down_until: dict[str, float] = {}
+        self._wait: dict[str, float] = {}
 
     def pick(self, avoid: str | None = None) -> str:
         now = time.monotonic()
@@ -64,11 +71,20 @@ class Replicas:
             url = self.urls[self._next % len(self.urls)]
             self._next += 1
             if url != avoid and self._down_until.get(url, 0) <= now:
+                if url in self._wait:
+                    # A probe: the others keep skipping it until this request has told.
+                    self._down_until[url] = now + self._wait[url]
                 return url
         return self.urls[self._next % len(self.urls)]
 
+    def ok(self, url: str) -> None:
+        if self._wait.pop(url, None) is not None:
+            self._down_until.pop(url, None)
+
     def failed(self, url: str) -> None:
-        self._down_until[url] = time.monotonic() + 2.0
+        wait = min(self.MAX_WAIT_S, 2 * self._wait[url]) if url in self._wait else self.FIRST_WAIT_S
+        self._wait[url] = wait
+        self._down_until[url] = time.monotonic() + wait
 
 
 class CallFailed(Exception):
@@ -152,6 +168,7 @@ async def _one(op: str, agent: Agent, http: httpx2.AsyncClient, replicas: Replic
             tally.retried += 1
             url = replicas.pick(avoid=url)
             resp = await http.post(url + "/v1/messages", json=body, headers=agent.headers)
+        replicas.ok(url)
         if resp.status_code != 200:
             raise CallFailed(f"HTTP {resp.status_code}: {resp.text[:120]}")
         if len(resp.json().get("stored", [])) != 1:
@@ -177,6 +194,7 @@ async def _one(op: str, agent: Agent, http: httpx2.AsyncClient, replicas: Replic
     except httpx2.TransportError:
         replicas.failed(url)
         raise
+    replicas.ok(url)
 
 
 async def generate(urls: list[str], users: list[tuple[str, dict[str, str]]], *, clients: int, duration_s: float,
