@@ -26,6 +26,8 @@ OFF = with_overrides(HYBRID, r_question=0.0)
     ("She said \"is it ready?\"", 1.0),          # closing quotes after the mark
     ("", 0.0),
     ("no punctuation at all", 0.0),
+    ("The endpoint is https://api.example.com/search?q=1 now.", 0.0),   # a query string asks nothing
+    ("Set it with x=a?b:c in the config", 0.0),
 ])
 def test_question_share(text: str, share: float) -> None:
     assert question_share(text) == pytest.approx(share)

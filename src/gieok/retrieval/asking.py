@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-# A sentence ends at . ! ? (ASCII or full-width) or a line break, possibly followed by closing quotes or brackets.
-_SENTENCES = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+[\"')\]]*|\n|$)")
-_ASKS = ("?", "？")
+# Where a sentence ends: . ! ? (and any closing quotes or brackets) followed by a space or the end, a full-width
+# 。！？, or a line break. A "?" inside a URL's query string ("…/search?q=1") or a word ends nothing.
+_ENDS = re.compile(r"[.!?]+[\"')\]]*(?=\s|$)|[。！？]+|\n")
 # A long note's opening says whether it asks as well as all of it does, and ranking reads ~200 candidates a search.
 _SAMPLE = 1000
 
@@ -24,12 +24,12 @@ def question_share(text: str) -> float:
     if "?" not in text and "？" not in text:
         return 0.0      # most rows: no sentence to measure
     total = asked = 0
-    for m in _SENTENCES.finditer(text):
-        s = m.group().strip()
-        if not s:
-            continue
-        n = len(s)
+    start = 0
+    for m in _ENDS.finditer(text):
+        n = len(text[start:m.end()].strip())
         total += n
-        if s.rstrip("\"')]").endswith(_ASKS):
+        if "?" in m.group() or "？" in m.group():
             asked += n
+        start = m.end()
+    total += len(text[start:].strip())
     return asked / total if total else 0.0
