@@ -14,6 +14,7 @@ import numpy as np
 from gieok.core.models import Hit, Memory
 from gieok.retrieval.asking import question_share
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
+from gieok.retrieval.title_match import names_title
 from gieok.store.base import Vector
 
 HALF_LIFE_DAYS = {"working": 2.0, "episodic": 30.0, "semantic": 180.0, "procedural": 180.0}
@@ -354,7 +355,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         if nb > 0:
             cos_part += recipe.r_neighbour * _cos_part(nb, recipe)
         jac = tag_jaccard(query_tokens, m)
-        title = 1.0 if q_lower and m.title and (q_lower in m.title.lower() or m.title.lower() in q_lower) else 0.0
+        title = 1.0 if m.title and names_title(q_lower, m.title.lower().strip()) else 0.0
         date = c.date_match
         rel = (recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
                + recipe.r_date * date)
