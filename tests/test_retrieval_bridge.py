@@ -81,6 +81,16 @@ def test_the_dictionary_knows_what_the_model_does_not(word: str, sense: str) -> 
     assert sense in ko_lexicon.senses(word), ko_lexicon.senses(word)[:10]
 
 
+@pytest.mark.parametrize("word, sense, not_sense", [("돌아가셨", "pass away", "detour"),
+                                                    ("돌아가셨어", "decease", "be circulated")])
+def test_a_lemma_that_is_a_headword_wins_over_another_words_first_syllables(word: str, sense: str,
+                                                                             not_sense: str) -> None:
+    # 돌아가셨(어) is the honorific 돌아가시다, "pass away" ("할머니는 언제 돌아가셨어?"); its first syllables are
+    # 돌아가다, "go around", which was looked up before the honorific lemma was.
+    got = ko_lexicon.senses(word)
+    assert sense in got and not_sense not in got, got
+
+
 def test_the_dictionary_has_no_senses_for_what_it_does_not_know() -> None:
     assert ko_lexicon.senses("퀵슬롯바") == ()
     assert ko_lexicon.senses("Caroline") == ()

@@ -93,10 +93,12 @@ def senses(word: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
     `by_first_syllables=False`: only a lemma that is itself a headword (a loanword is often not one, and its
     first syllables are another word: 피크닉 → 피크, "peak")."""
     table = senses_table()
-    for cand in lemmas(word):
+    forms = lemmas(word)
+    # Every lemma as a headword before any by its first syllables: "돌아가셨" is 돌아가시(다), "pass away",
+    # not 돌아가(다), "go around", which its first syllables would find first.
+    got = next((table[c] for c in forms if c in table), None)
+    if got is None and by_first_syllables:
         # A longer word also by its first syllables, where a compound or an unlisted ending follows a headword
         # ("가능성" → 가능, "하이킹하" → 하이킹).
-        got = table.get(cand) or (table.get(cand[:-1]) if by_first_syllables and len(cand) > 2 else None)
-        if got:
-            return tuple(dict.fromkeys(s.strip() for s in got.split(";") if s.strip()))
-    return ()
+        got = next((table[c[:-1]] for c in forms if len(c) > 2 and c[:-1] in table), None)
+    return tuple(dict.fromkeys(s.strip() for s in got.split(";") if s.strip())) if got else ()
