@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gieok.core.models import Memory
+from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval import ko_lexicon
 from gieok.retrieval.bridge import (
@@ -20,6 +21,7 @@ from gieok.retrieval.bridge import (
     doc_words,
     merge_bridged,
     nearest_terms,
+    nearest_words,
     query_words,
 )
 from gieok.retrieval.scripts import written_in_english
@@ -55,6 +57,31 @@ def test_nearest_terms_keeps_only_close_words_and_stems_them() -> None:
     # camping and camped share the stem "camp": one term; a filler word under the bar brings nothing.
     assert nearest_terms(q, vocab, m, top=2, min_cos=0.87) == [["camp"]]
     assert nearest_terms(q[:0], vocab, m) == []
+
+
+def test_a_nearest_word_must_stand_out_from_the_words_mean_cosine() -> None:
+    vocab = ["service", "uses", "billing"]
+    m = np.eye(3, dtype=np.float32)
+    # Every word close to the query word (a small vocabulary under e5): none stands out, none is a translation.
+    flat = np.array([[0.81, 0.80, 0.79]], dtype=np.float32)
+    assert nearest_words(flat, vocab, m, min_cos=0.80) == [[]]
+    assert nearest_words(flat, vocab, m, min_cos=0.80, stand_out=0.0) == [["service", "uses"]]
+    peaked = np.array([[0.90, 0.78, 0.76]], dtype=np.float32)
+    assert nearest_words(peaked, vocab, m, min_cos=0.80) == [["service"]]
+
+
+async def test_a_korean_word_the_memory_does_not_translate_brings_no_english_row(tmp_path: Path) -> None:
+    # A new user's two notes; 노션 is the Korean one's word, and the English note's few words sat at 0.80–0.81 from
+    # it by chance: the note came back for "노션" as a keyword match.
+    texts = ["팀 회의는 목요일 10시, 회의록은 노션에 남긴다", "The billing service uses PostgreSQL 16 with pgvector"]
+    now = datetime(2025, 6, 1, tzinfo=UTC)
+    async with e5_service(tmp_path, []) as svc:
+        for t in texts:     # as `gieok add` remembers them
+            await svc.remember(MessageIn(content=t, user_id="alice", kind="semantic", importance=0.8,
+                                         created_at=now.isoformat()))
+        out = await svc.search(svc.filters("alice"), "노션", now=now)
+        assert [h.memory.content for h in out.hits] == texts[:1], [
+            (h.memory.content, h.recall_reason) for h in out.hits]
 
 
 def test_bridged_evidence_goes_to_english_rows_only() -> None:
