@@ -101,6 +101,25 @@ def test_lemmas_undo_the_ending_and_the_past_tense(word: str, lemma: str) -> Non
     assert got[0] == word and lemma in got, got
 
 
+@pytest.mark.parametrize("word, lemma", [("골랐지", "고르"), ("불렀어", "부르"), ("몰라", "모르"), ("흘렀", "흐르")])
+def test_lemmas_undo_the_doubled_rieul_of_a_reu_irregular_verb(word: str, lemma: str) -> None:
+    assert lemma in ko_lexicon.lemmas(word), ko_lexicon.lemmas(word)
+
+
+@pytest.mark.parametrize("word, sense", [("골랐지", "choose"), ("책을", "book"), ("춤과", "dance"), ("팀은", "team"),
+                                         ("찾는", "find"), ("기릴", "honor"), ("만든", "make"), ("쓰여", "be used"),
+                                         ("나간", "attend")])
+def test_the_dictionary_is_asked_under_the_forms_a_query_word_hides(word: str, sense: str) -> None:
+    # A short noun with its particle (the full-text stem keeps it whole), a verb with a joining or adnominal
+    # ending, a stem that drops its ㄹ (만든 → 만들다): these went to the model's nearest words (책을 → book, but 주는
+    # → "yay", 된 → "gonna").
+    assert sense in ko_lexicon.senses(word), ko_lexicon.senses(word)[:12]
+
+
+def test_a_word_that_is_a_headword_keeps_its_own_senses() -> None:
+    assert "photo" in ko_lexicon.senses("사진") and "cola" in ko_lexicon.senses("콜라")
+
+
 @pytest.mark.parametrize("word, sense", [("도자기", "pottery"), ("입양", "adoption"), ("퍼레이드", "parade"),
                                          ("그렸", "paint"), ("갔어", "go"), ("참여", "participation"),
                                          ("읽었", "read"), ("책들", "book")])

@@ -22,6 +22,7 @@ from functools import lru_cache
 _BASE, _FINALS, _VOWELS = 0xAC00, 28, 21
 _SSANG_SIOT = 20        # ㅆ as a syllable's final: the past tense in 갔, 그렸, 봤, 했
 _NIEUN = 4              # ㄴ as a final: the past adnominal in 본, 간, 쓴
+_RIEUL = 8              # ㄹ as a final: doubled by a 르-irregular verb (골라, 불렀)
 _HA = 18 * _VOWELS + 1  # (initial ㅎ, vowel ㅐ): 했 → 하
 # Vowel index after the past tense contracted it, → the stem's own vowel(s): ㅕ→ㅣ (그렸→그리), ㅘ→ㅗ (봤→보),
 # ㅝ→ㅜ (배웠→배우), ㅐ→ㅏ, ㅙ→ㅚ (됐→되), ㅓ→ㅡ or ㅓ (썼→쓰, 섰→서); others stay (갔→가).
@@ -74,6 +75,43 @@ def lemmas(word: str) -> tuple[str, ...]:
             out.append(w[:-1] + "하")
         for v in _UNCONTRACT.get(vowel, (vowel,)):
             out.append(w[:-1] + _syllable(initial * _VOWELS + v))
+    # 르-irregular verbs double their ㄹ before 아/어: 골랐 → 고르(다) "chose", 불렀 → 부르(다), 몰라 → 모르(다).
+    if len(w) >= 2 and w[-1] in "랐렀라러" and (prev := _parts(w[-2])) and prev[2] == _RIEUL:
+        out.append(w[:-2] + _syllable(prev[0] * _VOWELS + prev[1]) + "르")
+    return tuple(dict.fromkeys(out))
+
+
+# One-syllable particles a two-syllable word may end in (책을, 집에, 춤과, 팀은): query_stem keeps such a word whole
+# (one syllable is too short for the bigram index) but the dictionary knows its noun.
+_PARTICLES = frozenset("을 를 이 가 은 는 에 와 과 도 로 의 만 랑".split())
+# Endings of one syllable that join a verb stem to what follows: the adnominal 는 (찾는 → 찾다), purpose 러 and
+# intent 려 (타러, 쉬려), and the connectives 고, 서, 며, 면.
+_JOINING = frozenset("는 러 려 고 서 며 면".split())
+
+
+@lru_cache(maxsize=8192)
+def dictionary_lemmas(word: str) -> tuple[str, ...]:
+    """`lemmas`, then the forms a dictionary may list the word under that the full-text terms do not use: a short
+    noun without its particle (책을 → 책), a verb stem without a joining ending (찾는 → 찾) or without the
+    adnominal ㄴ / ㄹ of its last syllable (나간 → 나가, 기릴 → 기리), the ㄹ a stem drops before ㄴ (여는 → 열,
+    만든 → 만들, 사는 → 살), and the passive 이 contracted into 여 (쓰여 → 쓰이). Tried after every literal form, so
+    a word that is itself a headword keeps its own senses."""
+    out = list(lemmas(word))
+    stems: list[str] = []
+    if len(word) == 2 and word[-1] in _PARTICLES:
+        out.append(word[:-1])
+    if len(word) >= 2 and word[-1] in _JOINING:
+        stems.append(word[:-1])
+    if len(word) >= 2 and word[-1] == "여":
+        out.append(word[:-1] + "이")
+    last = _parts(word[-1]) if word else None
+    if last and last[2] in (_NIEUN, _RIEUL) and len(word) >= 2:
+        stems.append(word[:-1] + _syllable(last[0] * _VOWELS + last[1]))
+    for st in stems:
+        out.append(st)
+        end = _parts(st[-1])
+        if end and end[2] == 0:
+            out.append(st[:-1] + _syllable(end[0] * _VOWELS + end[1], _RIEUL))
     return tuple(dict.fromkeys(out))
 
 

@@ -36,6 +36,7 @@ from gieok.core.models import Memory
 from gieok.core.text import STOPWORDS, function_word, stem_word
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import ko_lexicon
+from gieok.retrieval.loanwords import sounds_alike
 from gieok.retrieval.scripts import HANGUL, text_script, written_in_english
 from gieok.store.base import TermVectors
 
@@ -54,6 +55,14 @@ MIN_COSINE = 0.80
 # translation stands out (캠핑 → camping 0.90) and a chance neighbour does not. Dev xq recall identical at 0.03
 # (0.675 / 0.765, every conversation); 0.05: 0.673 / 0.767; 0.08: 0.666 / 0.769.
 STAND_OUT = 0.03
+# A word the dictionary does not know whose nearest word stands this far above that mean *and* sounds like it
+# (gieok.retrieval.loanwords) is a loanword next to its English original, a translation as the dictionary's are:
+# a keyword fallback shows its matches ("왜 레디스를 골랐지?" finds "We chose Redis…" when the cosines alone say
+# nothing close). In a vocabulary of ~50 words: 레디스 → redis +0.11, 도커 → docker +0.08, 깃허브 → github +0.08,
+# 슬랙 → slack +0.08, 리액트 → react +0.06, 파이프라인 → pipeline +0.045; in dev conversation 30's vocabulary of
+# ~2,000 words the margin alone let through 주는 → yay +0.06, 된 → gonna +0.07, 오프닝 → promotion +0.065, none of
+# which sounds like its Korean word.
+TRANSLATION_STAND_OUT = 0.04
 # Query words whose vectors are remembered (per user; 384 floats each: ~6 MB at most).
 WORD_CACHE_SIZE = 4096
 
@@ -80,28 +89,37 @@ def query_words(query: str) -> list[str]:
     return [stem for _w, stem in query_word_forms(query)]
 
 
-def nearest_words(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
-                  min_cos: float = MIN_COSINE, stand_out: float = STAND_OUT) -> list[list[str]]:
+def nearest_scored(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
+                   min_cos: float = MIN_COSINE, stand_out: float = STAND_OUT) -> list[list[tuple[str, float]]]:
     """For each query word vector, the vocabulary words closest to it (distinct full-text tokens, best first) that
-    reach `min_cos` and stand `stand_out` above the word's mean cosine to the vocabulary."""
+    reach `min_cos` and stand `stand_out` above the word's mean cosine to the vocabulary, each with how far above
+    that mean it stands."""
     if not len(vocab) or not len(word_vecs):
         return [[] for _ in range(len(word_vecs))]
     sims = word_vecs @ matrix.T
-    out: list[list[str]] = []
+    out: list[list[tuple[str, float]]] = []
     for row in sims:
-        got: list[str] = []
+        got: list[tuple[str, float]] = []
         seen: set[str] = set()
-        # Only the words above `min_cos` are sorted (a few of a vocabulary of thousands).
-        close = np.flatnonzero(row >= max(min_cos, float(row.mean()) + stand_out))
+        mean = float(row.mean())
+        # Only the words above the bar are sorted (a few of a vocabulary of thousands).
+        close = np.flatnonzero(row >= max(min_cos, mean + stand_out))
         for j in close[np.argsort(-row[close], kind="stable")][: 4 * top]:
             if len(got) >= top:
                 break
             t = stem_word(vocab[j])
             if t not in seen:
                 seen.add(t)
-                got.append(vocab[j])
+                got.append((vocab[j], float(row[j]) - mean))
         out.append(got)
     return out
+
+
+def nearest_words(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
+                  min_cos: float = MIN_COSINE, stand_out: float = STAND_OUT) -> list[list[str]]:
+    """`nearest_scored`'s words alone."""
+    return [[w for w, _m in got] for got in nearest_scored(word_vecs, vocab, matrix, top=top, min_cos=min_cos,
+                                                           stand_out=stand_out)]
 
 
 def nearest_terms(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
@@ -183,7 +201,8 @@ class Bridged:
 
     terms: list[list[str]] = field(default_factory=list)
     english: str = ""
-    # The part of `terms` that came from the dictionary: translations, not the model's guesses.
+    # The part of `terms` that translates: the dictionary's, and a loanword's original (TRANSLATION_STAND_OUT); not
+    # the model's guesses.
     dictionary: list[list[str]] = field(default_factory=list)
 
 
@@ -291,18 +310,22 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     # The nearest words of only those, off the event loop: scanning a vocabulary of 16,000 words reads 25 MB
     # (~5 ms), which the searches running beside it should not wait for.
     ask = [i for i, got in enumerate(by_word) if got is None]
-    near: dict[int, list[str]] = {}
+    near: dict[int, list[tuple[str, float]]] = {}
     if ask:
         found = await anyio.to_thread.run_sync(
-            functools.partial(nearest_words, vecs[ask], terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE))
+            functools.partial(nearest_scored, vecs[ask], terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE))
         near = dict(zip(ask, found, strict=True))
     out: list[list[str]] = []
     for i, (_written, w) in enumerate(forms):
         chosen = by_word[i]
         if chosen is None:
-            chosen = [[stem_word(x)] for x in near[i]]
+            chosen = [[stem_word(x)] for x, _m in near[i]]
             if near[i]:
-                render[w] = near[i][0]
+                render[w] = near[i][0][0]
+                if (near[i][0][1] >= TRANSLATION_STAND_OUT and chosen[0] not in known
+                        and sounds_alike(w, near[i][0][0])):
+                    # A loanword's English original (레디스 → redis): a translation, not a guess.
+                    from_dictionary.append(chosen[0])
         out.extend(t for t in chosen if t not in out and t not in known)
     pieces: list[str] = []
     for piece in _QUERY_PIECE.findall(query):

@@ -25,7 +25,7 @@ from importlib import resources
 
 import anyio
 
-from gieok.core.korean_stems import lemmas
+from gieok.core.korean_stems import dictionary_lemmas, lemmas
 from gieok.retrieval.dev_glossary import GLOSSARY
 
 __all__ = ["lemmas", "loaded", "ready", "senses", "senses_table"]
@@ -93,7 +93,7 @@ def senses(word: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
     `by_first_syllables=False`: only a lemma that is itself a headword (a loanword is often not one, and its
     first syllables are another word: 피크닉 → 피크, "peak")."""
     table = senses_table()
-    forms = lemmas(word)
+    forms = dictionary_lemmas(word)
     # Every lemma as a headword before any by its first syllables: "돌아가셨" is 돌아가시(다), "pass away",
     # not 돌아가(다), "go around", which its first syllables would find first.
     got = next((table[c] for c in forms if c in table), None)

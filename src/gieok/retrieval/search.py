@@ -136,7 +136,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         kw_hits = await store.keyword_search(f, terms + prefixes, recipe.candidates, sink=sink)
 
     extra: list[list[str]] = []
-    translated: list[list[str]] = []      # the part of `extra` the dictionary gave
+    translated: list[list[str]] = []      # the part of `extra` that translates (bridge.Bridged.dictionary)
     bridged_hits: list[tuple[Memory, float]] = []
     synonyms: list[list[str]] = []
     synonym_hits: list[tuple[Memory, float]] = []
