@@ -32,7 +32,7 @@ MIN_LIKENESS = 0.75
 def _skeleton(letters: str) -> str:
     out: list[str] = []
     for ch in letters:
-        k = ch if ch in "SNKLT" and ch.isupper() else _CLASSES.get(ch, "")
+        k = ch if ch in "SN" else _CLASSES.get(ch, "")     # S, N: already a class (ch, sh, -tion; ng)
         if k and (not out or out[-1] != k):
             out.append(k)
     return "".join(out)
@@ -40,18 +40,19 @@ def _skeleton(letters: str) -> str:
 
 @lru_cache(maxsize=4096)
 def korean_skeleton(word: str) -> str:
+    """The consonant skeleton of a Hangul word, as its romanisation sounds."""
     parts = []
     for ch in word:
         code = ord(ch) - _BASE
         latin = anyascii(ch).lower()
-        if 0 <= code < 11172 and code % _FINALS in _FINAL_S and latin.endswith("s"):
-            latin = latin[:-1] + ("ss" if latin.endswith("ss") else "") + "t"
-            latin = latin.replace("sst", "t")
+        if 0 <= code < 11172 and code % _FINALS in _FINAL_S:
+            latin = latin.rstrip("s") + "t"
         parts.append(latin.replace("ng", "N"))
     return _skeleton("".join(parts))
 
 
 def english_skeleton(word: str) -> str:
+    """The consonant skeleton of an English word, as Korean spelling would keep it."""
     w = word.lower()
     w = _EN_SOFT.sub(lambda m: {"tion": "Sn", "sion": "Sn", "ch": "S", "sh": "S", "ng": "N"}.get(m.group(), ""), w)
     return _skeleton(w)
