@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import anyio
 
@@ -50,18 +51,24 @@ def gloss_words(text: str) -> list[str]:
     dictionary's first where the model ranked none (a word with one gloss)."""
     out: list[str] = []
     for w in _HANGUL_RUN.findall(text):
-        if function_word(w):
-            continue
-        stem = query_stem(w)
-        found = ko_lexicon.lookup(w) or ko_lexicon.lookup(stem)
-        if found is None:
-            continue
-        key, all_senses = found
-        # A gloss that only spells the word in Latin letters ("geuraeseo" for 그래서) translates nothing.
-        senses = tuple(s for s in all_senses if not spells(s, w, stem))
-        if senses:
-            out.extend(sense_words(usual_sense(key, senses) or senses[0]))
+        out.extend(_gloss(w))
     return out
+
+
+@lru_cache(maxsize=16384)
+def _gloss(word: str) -> tuple[str, ...]:
+    # Per word, remembered: a long message repeats its words, and the librarian runs on the event loop (a
+    # 64 KB message of one repeated word took 0.75 s uncached).
+    if function_word(word):
+        return ()
+    stem = query_stem(word)
+    found = ko_lexicon.lookup(word) or ko_lexicon.lookup(stem)
+    if found is None:
+        return ()
+    key, all_senses = found
+    # A gloss that only spells the word in Latin letters ("geuraeseo" for 그래서) translates nothing.
+    senses = tuple(s for s in all_senses if not spells(s, word, stem))
+    return tuple(sense_words(usual_sense(key, senses) or senses[0])) if senses else ()
 
 
 async def index_glosses(store: MemoryRows, rows: Sequence[Memory]) -> int:
