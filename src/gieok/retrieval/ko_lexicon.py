@@ -28,7 +28,8 @@ import anyio
 from gieok.core.korean_stems import dictionary_lemmas, lemmas
 from gieok.retrieval.dev_glossary import GLOSSARY
 
-__all__ = ["headwords", "lemmas", "loaded", "lookup", "ready", "senses", "senses_table"]
+__all__ = ["key_headwords", "keys_of", "lemmas", "loaded", "lookup", "ready", "senses", "senses_table",
+           "split_senses"]
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +45,32 @@ def _read() -> str | None:
         return None
 
 
-def headwords() -> list[str]:
-    """The dictionary's headwords, in its order (for building gieok.retrieval.ko_sense_order)."""
+def keys_of(headword: str) -> list[str]:
+    """The keys a headword is filed under: itself, and a verb's or adjective's stem, by which it is asked about
+    ("그리" of 그리다, "참여" of 참여하다)."""
+    keys = [headword]
+    if headword.endswith("하다") and len(headword) > 2:
+        keys.append(headword[:-2])
+    if headword.endswith("다") and len(headword) > 1:
+        keys.append(headword[:-1])
+    return keys
+
+
+def split_senses(meaning: str) -> tuple[str, ...]:
+    """A key's "; "-joined senses, each once, in the dictionary's order."""
+    return tuple(dict.fromkeys(s.strip() for s in meaning.split(";") if s.strip()))
+
+
+def key_headwords() -> dict[str, str]:
+    """Each key → the headword it stands for: itself where it is one, else the first headword it is the stem
+    of (잃 → 잃다). For building gieok.retrieval.ko_sense_order; reads the dictionary anew."""
     data = _read()
-    return [str(e.get("word") or "") for e in json.loads(data).values()] if data else []
+    words = [str(e.get("word") or "") for e in json.loads(data).values()] if data else []
+    out = {w: w for w in words}
+    for w in words:
+        for k in keys_of(w)[1:]:
+            out.setdefault(k, w)
+    return out
 
 
 def _load() -> dict[str, str]:
@@ -69,13 +92,7 @@ def _dictionary(data: str) -> dict[str, str]:
         word, meaning = str(entry.get("word") or ""), str(entry.get("meaning") or "")
         if not word or word.startswith("-") or " " in word or not meaning:
             continue  # affixes ("-ㄴ") and multi-word headwords are not query words
-        keys = [word]
-        # A verb or adjective is asked about by its stem ("그리" of 그리다, "참여" of 참여하다).
-        if word.endswith("하다") and len(word) > 2:
-            keys.append(word[:-2])
-        if word.endswith("다") and len(word) > 1:
-            keys.append(word[:-1])
-        for k in keys:
+        for k in keys_of(word):
             out[k] = f"{out[k]}; {meaning}" if k in out else meaning
     return out
 
@@ -115,7 +132,7 @@ def lookup(word: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[st
         key = next((c[:-1] for c in forms if len(c) > 2 and c[:-1] in table), None)
     if key is None:
         return None
-    return key, tuple(dict.fromkeys(s.strip() for s in table[key].split(";") if s.strip()))
+    return key, split_senses(table[key])
 
 
 def senses(word: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:

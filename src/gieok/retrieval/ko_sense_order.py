@@ -75,30 +75,17 @@ def spells(sense: str, *korean: str) -> bool:
     return _spelling(sense) in {_spelling(anyascii(k)) for k in korean}
 
 
-def _headword_texts() -> dict[str, str]:
-    """Each dictionary key → the Korean text to embed for it: the key itself where it is a headword, else the
-    headword whose stem it is (참여 → 참여하다 is a headword itself; 잃 → 잃다)."""
-    out: dict[str, str] = {}
-    for word in ko_lexicon.headwords():
-        out.setdefault(word, word)
-    for word in ko_lexicon.headwords():
-        if word.endswith("하다") and len(word) > 2:
-            out.setdefault(word[:-2], word)
-        if word.endswith("다") and len(word) > 1:
-            out.setdefault(word[:-1], word)
-    return out
-
-
 async def build(embedder: Embedder, path: Path, keys: Iterable[str] | None = None) -> int:
     """Rank every ambiguous key's senses (or those of `keys`) with `embedder`'s query vectors and write the
     table; returns its size."""
     table = ko_lexicon.senses_table()
     if keys is not None:
         table = {k: table[k] for k in keys if k in table}
-    texts = _headword_texts()
+    # The Korean text embedded for a key: the headword it stands for (잃 → 잃다).
+    texts = ko_lexicon.key_headwords()
     todo: dict[str, list[str]] = {}
     for key, meaning in table.items():
-        senses = list(dict.fromkeys(s.strip() for s in meaning.split(";") if s.strip()))
+        senses = ko_lexicon.split_senses(meaning)
         # A verb's stem is also asked for as the verb (나 → 나다: "nada" spells it too). A sense made of function
         # words only ("we" for 우리, "I" for 나) takes part: when it wins, the word gets no gloss, rather than its
         # next sense ("barn", "earn").
@@ -114,9 +101,9 @@ async def build(embedder: Embedder, path: Path, keys: Iterable[str] | None = Non
             vecs[s] = np.asarray(v, dtype=np.float32)
         print(f"\r{i + len(chunk)} / {len(strings)}", end="", file=sys.stderr, flush=True)
     chosen = {}
-    for key, senses in sorted(todo.items()):
+    for key, candidates in sorted(todo.items()):
         kv = vecs[texts.get(key, key)]
-        chosen[key] = senses[int(np.argmax([float(vecs[s] @ kv) for s in senses]))]
+        chosen[key] = candidates[int(np.argmax([float(vecs[s] @ kv) for s in candidates]))]
     # The model is kept in the file so that a rebuild with another one is seen in its diff.
     body = {"model": embedder.name, "senses": chosen}
     path.parent.mkdir(parents=True, exist_ok=True)
