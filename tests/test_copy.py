@@ -20,7 +20,9 @@ from gieok.cli import app
 from gieok.core.fingerprint import fingerprints
 from gieok.core.models import SearchFilters
 from gieok.core.settings import load_settings
+from gieok.core.text import query_terms
 from gieok.librarian.code_index import index_rows
+from gieok.librarian.glosses import index_glosses
 from gieok.memory.ingest import MessageIn, prepare
 from gieok.providers.embed.factory import make_embedder
 from gieok.store import Store, open_store
@@ -161,6 +163,29 @@ async def test_sqlite_to_postgres_and_back_is_lossless(source: tuple[Store, list
     finally:
         await pg.close()
         await back.close()
+
+
+async def test_a_korean_rows_english_glosses_travel_with_it(tmp_path: Path, pg_url: str) -> None:
+    # The librarian adds a Korean row's English glosses to its full-text document; a copy that wrote the row's
+    # own words alone left English questions over the copied Korean memory with nothing to find.
+    src = await opened(f"sqlite:///{tmp_path / 'ko.db'}")
+    pg = await opened(pg_url)
+    back = await opened(f"sqlite:///{tmp_path / 'ko-back.db'}")
+    try:
+        m, text = prepare(MessageIn(content="어제 은행원 일자리를 잃어서 속상했어", user_id="alice",
+                                    created_at=T0), max_bytes=65536)
+        mid, _ = await src.insert_memory(m, text)
+        await src.complete_cold([ColdResult(mid, p_tags=[], d_tags=[], embedding=unit(1), embedding_model="old")], T0)
+        assert await index_glosses(src, await src.get_memories([mid])) == 1      # as the librarian does
+        f, english = SearchFilters(user_id="alice"), query_terms("When did she lose her job?")
+        assert [h.id for h, _ in await src.keyword_search(f, english, 5)] == [mid]
+        assert (await copy_store(src, pg)).ok and (await copy_store(pg, back)).ok
+        for target in (pg, back):
+            assert [h.id for h, _ in await target.keyword_search(f, english, 5)] == [mid]
+            assert [h.id for h, _ in await target.keyword_search(f, query_terms("은행원 일자리"), 5)] == [mid]
+    finally:
+        for s in (src, pg, back):
+            await s.close()
 
 
 async def test_interrupted_copy_resumes_without_duplicates(source: tuple[Store, list[str]], pg_url: str) -> None:

@@ -3,6 +3,7 @@ search, and kept out of what a keyword fallback shows."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -123,3 +124,11 @@ async def test_a_fallback_shows_the_verb_the_question_asks_about(tmp_path: Path)
         assert [h.memory.content for h in out.hits] == [texts[0]], (out.mode, out.notes)
         out = await svc.search(svc.filters("alice"), "어디 갔지?", now=NOW)
         assert texts[1] not in [h.memory.content for h in out.hits]
+
+
+def test_a_word_in_half_the_rows_or_more_weighs_nothing_on_postgres_as_on_sqlite() -> None:
+    # FTS5's idf, log((N − n + 0.5)/(n + 0.5)) floored at 1e-6: a name in every row adds (almost) nothing.
+    # Lucene's log(1 + …) gave it ~0.7 on PostgreSQL alone, and the backends ranked the same rows apart.
+    stats = FtsStats.build(0.0, 1000.0, 40.0, ["jon", "dance"], [0.9, 0.5, 0.001, 0.9, 0.0])
+    assert stats.idf(["jon"]) == stats.idf(["dance"]) == 1e-6
+    assert stats.idf(["studio"]) == pytest.approx(math.log((1000 - 1 + 0.5) / (1 + 0.5)), rel=0.05)

@@ -40,7 +40,7 @@ from gieok.retrieval.ko_sense_order import spells, usual_sense
 from gieok.retrieval.scripts import HANGUL, text_script
 from gieok.store.base import MemoryRows
 
-__all__ = ["catch_up_glosses", "gloss_words", "index_glosses"]
+__all__ = ["catch_up_glosses", "gloss_words", "index_glosses", "indexed_text"]
 
 _HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
 
@@ -71,6 +71,16 @@ def _gloss(word: str) -> tuple[str, ...]:
     return tuple(sense_words(usual_sense(key, senses) or senses[0])) if senses else ()
 
 
+def indexed_text(m: Memory) -> str:
+    """A row's full-text document as the librarian leaves it: its own words as ingest prepares them and, for
+    a Korean row, its words' English glosses. A copy into another store writes this, not the row's own words
+    alone (which dropped the glosses: English questions over copied Korean rows found nothing). Call after
+    `await ko_lexicon.ready()`."""
+    own = row_index_text(m.title, m.content)
+    words = gloss_words(m.content) if text_script(m.content) == HANGUL else []
+    return f"{own} {index_text(' '.join(words))}" if words else own
+
+
 async def index_glosses(store: MemoryRows, rows: Sequence[Memory]) -> int:
     """Add the glosses of the Korean rows among `rows` to their indexed text; returns how many changed. A row
     edited since it was read keeps its new text (the store checks the content hash)."""
@@ -78,12 +88,8 @@ async def index_glosses(store: MemoryRows, rows: Sequence[Memory]) -> int:
     if not korean:
         return 0
     await ko_lexicon.ready()
-    texts: list[tuple[str, str, str]] = []
-    for m in korean:
-        words = gloss_words(m.content)
-        if words:
-            own = row_index_text(m.title, m.content)   # as ingest prepares it
-            texts.append((m.id, m.content_hash, f"{own} {index_text(' '.join(words))}"))
+    texts = [(m.id, m.content_hash, text) for m in korean
+             if (text := indexed_text(m)) != row_index_text(m.title, m.content)]
     return await store.set_search_text(texts)
 
 

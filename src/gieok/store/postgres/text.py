@@ -58,12 +58,15 @@ class FtsStats:
         return max(1.0, min(self.freq.get(t, self.floor) for t in tokens) * self.rows)
 
     def idf(self, tokens: list[str]) -> float:
-        """BM25 idf (Lucene's non-negative form) of a phrase. Without statistics yet (a new table) every term
-        weighs the same."""
+        """BM25 idf of a phrase, as FTS5 computes it: log((N − n + 0.5)/(n + 0.5)), floored at 1e-6, so a word in
+        half the rows or more counts for (almost) nothing. Lucene's non-negative form, log(1 + …), gave such
+        words ~0.7 here while SQLite gave them ~0, and a name in every row then outweighed the rest of a query
+        on PostgreSQL only (measured on the LoCoMo dev stores: Korean recall@10 0.826 against SQLite's 0.836).
+        Without statistics yet (a new table) every term weighs the same."""
         if self.rows < 1:
             return 1.0
         df = self.df(tokens)
-        return math.log(1 + (self.rows - df + 0.5) / (df + 0.5))
+        return max(1e-6, math.log((self.rows - df + 0.5) / (df + 0.5)))
 
 
 def tsquery_params(terms: list[list[str]]) -> list[str]:
