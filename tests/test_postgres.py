@@ -23,6 +23,7 @@ import psycopg
 
 import gieok.store.postgres as pgmod
 import gieok.store.postgres.search as pgsearch
+import gieok.store.postgres.text as pg_text
 from gieok.core.errors import ConfigError, StoreError
 from gieok.core.ids import uuid7
 from gieok.core.models import Memory, SearchFilters
@@ -255,6 +256,23 @@ async def test_keyword_score_is_bm25_with_idf(pg: PostgresStore, pg_url: str) ->
     hits = await pg.keyword_search(SearchFilters(user_id="alice"), query_terms("deploy zebra"), 5)
     # 'deploy' is in every row, 'zebra' in one: idf puts the rare match far ahead.
     assert hits[0][0].id == rare.id and hits[0][1] > 3 * hits[1][1] > 0
+
+
+async def test_a_new_small_store_weighs_words_by_their_rarity_without_waiting_for_autovacuum(
+        pg: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Autovacuum first analyses a table after 50 changed rows: a store of 30 had no statistics, and every word
+    # weighed the same (the rare match scored twice a common one instead of far ahead, as on SQLite).
+    assert await pg.keyword_search(SearchFilters(user_id="alice"), query_terms("deploy"), 5) == []  # empty: read
+    rows = [mem(i, content=f"status update number {i} about the deploy") for i in range(29)]
+    rare = mem(999, content="the zebra escaped during the deploy")
+    await pg.insert_many([(m, index_text(m.content)) for m in [*rows, rare]])
+    monkeypatch.setattr(pg_text, "FTS_NO_STATS_TTL_S", 0.0)    # an empty table's numbers are read again soon
+    await pg.keyword_search(SearchFilters(user_id="alice"), query_terms("deploy"), 5)
+    if pg._fts_refresh is not None:
+        await pg._fts_refresh
+    hits = await pg.keyword_search(SearchFilters(user_id="alice"), query_terms("deploy zebra"), 5)
+    assert hits[0][0].id == rare.id and hits[0][1] > 100 * hits[1][1] > 0
+    assert sql(pg_url, "SELECT reltuples FROM pg_class WHERE relname = 'memory'") == [(30.0,)]
 
 
 async def test_keyword_work_is_bounded_on_common_terms(pg: PostgresStore, pg_url: str,

@@ -24,7 +24,7 @@ from gieok.store.base import NeighbourVectors, Vector, VectorSink
 from gieok.store.context_sql import chunks, neighbour_vectors_sql
 from gieok.store.postgres.codec import SELECT, SENT_VECTOR, row_to_memory, sent_vector, tags_sql, ts, vec
 from gieok.store.postgres.connection import HNSW_EF_SEARCH, PostgresBase
-from gieok.store.postgres.text import FTS_STATS_TTL_S, FtsStats, bm25_sql, read_fts_stats, tsquery_params
+from gieok.store.postgres.text import FtsStats, bm25_sql, read_fts_stats, tsquery_params
 from gieok.store.postgres.vectors import knn_sql, vector_type
 from gieok.store.shared import MAX_SCORED_MATCHES, like_pattern, rankable_terms, rarest_terms
 from gieok.store.sqlfilters import owner_clause, where_clause
@@ -75,7 +75,7 @@ class SearchMixin(PostgresBase):
         refreshed in the background: only the first search of a process waits for them."""
         if self._fts is None:
             self._fts = await self._read_fts_stats()
-        elif time.monotonic() - self._fts.at > FTS_STATS_TTL_S and self._fts_refresh is None:
+        elif self._fts.expired(time.monotonic()) and self._fts_refresh is None:
             self._fts_refresh = asyncio.create_task(self._refresh_fts_stats())
         return self._fts
 

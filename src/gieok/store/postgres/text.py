@@ -30,6 +30,7 @@ from gieok.store.context_sql import (
 
 BM25_K1, BM25_B = 1.2, 0.75     # FTS5's defaults
 FTS_STATS_TTL_S = 300.0
+FTS_NO_STATS_TTL_S = 10.0   # an empty table's numbers: read again soon, once rows arrive
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -46,6 +47,9 @@ class FtsStats:
         per = dict(zip(elems, freqs[:len(elems)], strict=False))
         floor = (freqs[len(elems)] if len(freqs) > len(elems) else 0.0) / 2
         return cls(at, max(rows, 0.0), max(avg_len, 0.0), per, floor)
+
+    def expired(self, now: float) -> bool:
+        return now - self.at > (FTS_STATS_TTL_S if self.rows >= 1 else FTS_NO_STATS_TTL_S)
 
     def df(self, tokens: list[str]) -> float:
         """Estimated rows a phrase matches: those of its rarest token; a prefix term's, those of the common
@@ -108,7 +112,19 @@ def bm25_sql(terms: list[list[str]], where: str, select: str, *, newest: bool = 
 
 async def read_fts_stats(con: AsyncConnection[Any]) -> FtsStats:
     """Row count, mean prepared-text length and lexeme frequencies, from the statistics ANALYZE keeps
-    (autovacuum refreshes them): a catalogue lookup, where counting matches would cost a scan per query."""
+    (autovacuum refreshes them): a catalogue lookup, where counting matches would cost a scan per query.
+    A table whose rows the planner does not know of yet is analysed here: autovacuum first analyses a table
+    after 50 changed rows and up to a minute later, so a new store, and every store of fewer than 50 rows,
+    weighed all words alike (SQLite's FTS5 counts exactly from the first row). ANALYZE samples at most
+    30,000 rows and blocks no reads or writes; afterwards the planner knows the rows, so it runs once."""
+    stats = await _read_fts_stats(con)
+    if stats.rows < 1 and stats.avg_len > 0:
+        await con.execute("ANALYZE memory")
+        stats = await _read_fts_stats(con)
+    return stats
+
+
+async def _read_fts_stats(con: AsyncConnection[Any]) -> FtsStats:
     now = time.monotonic()
     row = await (await con.execute(
         "SELECT c.reltuples, "
