@@ -125,6 +125,38 @@ async def test_end_to_end_on_tiny_conversation(tmp_path: Path) -> None:
     assert res["hit@1"] > 0
 
 
+async def test_the_same_conversation_on_postgres_scores_as_on_sqlite(tmp_path: Path, pg_server: str) -> None:
+    """`--backend postgres`: a scratch database per conversation on the given server, dropped afterwards."""
+    import psycopg
+    p = tmp_path / "tiny.json"
+    p.write_text(json.dumps(CONV))
+    lite = await run_locomo(p, ks=(1, 5, 10))
+    pg = await run_locomo(p, ks=(1, 5, 10), backend="postgres", pg_url=pg_server)
+    assert pg["questions"] == lite["questions"] == 3
+    assert {k: pg[k] for k in ("recall@1", "recall@5", "hit@1")} == {k: lite[k] for k in ("recall@1", "recall@5",
+                                                                                        "hit@1")}
+    with psycopg.connect(pg_server, autocommit=True) as con:
+        left = con.execute("SELECT datname FROM pg_database WHERE datname LIKE 'gieok_locomo_%'").fetchall()
+    assert left == []
+
+
+def test_backend_options_are_checked_before_ingesting(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gieok.cli import app
+
+    p = tmp_path / "1.json"
+    p.write_text(json.dumps(CONV))
+    runner = CliRunner()
+    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--backend", "mysql"])
+    assert res.exit_code == 2 and "sqlite, postgres" in res.output
+    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--pg", "postgresql://h/db"])
+    assert res.exit_code == 2 and "--backend postgres" in res.output
+    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--backend", "postgres",
+                              "--stores", str(tmp_path / "s")])
+    assert res.exit_code == 2 and "SQLite files" in res.output
+
+
 def test_compare_pairs_by_file_name_and_explains_mismatches(tmp_path: Path) -> None:
     from gieok.bench.locomo_compare import pair_files
 

@@ -18,7 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from gieok.bench.scale import T0, Corpus, Echo, _embedded_postgres, _fresh, _load_postgres, _load_sqlite, _pct
+from gieok.bench.scale import T0, Corpus, Echo, _fresh, _load_postgres, _load_sqlite, _pct, embedded_postgres
 from gieok.core.models import SearchFilters
 from gieok.store import Store
 from gieok.store.browse import PageQuery, as_browse
@@ -73,7 +73,7 @@ async def run_dashboard_bench(rows: int, *, backends: list[str], pg_url: str | N
     corpus = Corpus(rows, users=1)
     with contextlib.ExitStack() as stack:
         if "postgres" in backends and pg_url is None:
-            pg_url = stack.enter_context(_embedded_postgres(echo))
+            pg_url = stack.enter_context(embedded_postgres(echo))
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gieok-dash-")))
         for backend in backends:
             async with _fresh(backend, rows, tmp, pg_url) as (store, _url):

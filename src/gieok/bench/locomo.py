@@ -18,6 +18,10 @@ what a chat importer does with a named participant. The dia_id is kept in `meta`
 Searches do not count (`count_view=False`): each question is asked against the same memory, so one question's
 results cannot change the usage signal of the next. `count_views=True` counts them as a live server does
 (each search's results are "shown"), to measure what that usage signal does to recall.
+
+`backend="postgres"` builds each conversation's memory in a scratch database on a PostgreSQL server (the one
+`pg_url` names, or an embedded one started for the run), so the two backends' retrieval is compared on the
+same conversations: they share the ranking but not the keyword index or the vector search.
 """
 
 from __future__ import annotations
@@ -201,22 +205,56 @@ def _built(workdir: Path, conv: Conversation) -> dict[str, set[str]] | None:
     return None
 
 
+BACKENDS = ("sqlite", "postgres")
+DatabaseFor = Callable[[str], str]      # a conversation's name → the URL of the fresh store its memory goes in
+
+
+@contextlib.contextmanager
+def databases(workdir: Path, backend: str = "sqlite", pg_url: str | None = None,
+              echo: Callable[[str], Any] | None = None) -> Iterator[DatabaseFor]:
+    """Where each conversation's memory is built: a SQLite file in `workdir`, or a scratch database on a
+    PostgreSQL server (`pg_url`, or an embedded one started here), every one dropped at the end."""
+    if backend == "sqlite":
+        yield lambda name: f"sqlite:///{workdir / f'{name}.db'}"
+        return
+    if backend != "postgres":
+        raise ValueError(f"{backend!r}: use one of {', '.join(BACKENDS)}")
+    from gieok.bench.scale import drop_database, embedded_postgres, scratch_database
+    made: list[str] = []
+    with contextlib.ExitStack() as stack:
+        server = pg_url or stack.enter_context(embedded_postgres(echo or (lambda _s: None)))
+
+        def fresh(name: str) -> str:
+            db = "gieok_locomo_" + re.sub(r"[^a-z0-9_]", "_", name.lower())
+            made.append(db)
+            return scratch_database(server, db)
+        try:
+            yield fresh
+        finally:
+            for db in made:
+                with contextlib.suppress(Exception):
+                    drop_database(server, db)
+
+
 async def run_conversation(conv: Conversation, score: Score, *, recipe: str, workdir: Path,
                            wrap_embedder: Callable[[Embedder], Embedder] | None = None,
                            also: Iterable[tuple[Conversation, Score]] = (),
-                           count_views: bool = False, reuse: bool = False) -> bool:
+                           count_views: bool = False, reuse: bool = False,
+                           database: DatabaseFor | None = None) -> bool:
     """Ingest `conv`, let the librarian finish, ask its questions into `score`; `also`: further question sets
     over the same turns (a variant with the questions in another language), each into its own score.
     `reuse`: a memory built from the same turns in `workdir` by an earlier run is searched as it is (ingest
-    and the librarian are skipped), and one built now is kept for the next run. Returns whether it was reused."""
+    and the librarian are skipped), and one built now is kept for the next run (SQLite only). `database`:
+    where the memory is built (`databases`; default a SQLite file in `workdir`). Returns whether it was
+    reused."""
     from gieok.app.runtime import open_runtime
     from gieok.core.settings import load_settings
     from gieok.memory.ingest import MessageIn
 
     holds = _built(workdir, conv) if reuse else None
     reused = holds is not None
-    settings = load_settings(home=workdir, database_url=f"sqlite:///{workdir / f'{conv.name}.db'}",
-                             user_id=USER_ID, llm="none")
+    url = database(conv.name) if database is not None and not reused else f"sqlite:///{workdir / f'{conv.name}.db'}"
+    settings = load_settings(home=workdir, database_url=url, user_id=USER_ID, llm="none")
     async with open_runtime(settings) as rt:
         svc = rt.service
         if wrap_embedder is not None and svc.embedder is not None:
@@ -259,23 +297,25 @@ def workdir_for(stores: Path | None, prefix: str) -> Iterator[Path]:
 async def run_locomo(data: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: str = "hybrid",
                      wrap_embedder: Callable[[Embedder], Embedder] | None = None,
                      echo: Callable[[str], Any] | None = None, count_views: bool = False,
-                     stores: Path | None = None) -> dict[str, Any]:
+                     stores: Path | None = None, backend: str = "sqlite",
+                     pg_url: str | None = None) -> dict[str, Any]:
     """`stores`: a folder keeping each conversation's built memory for the next run (`run_conversation`'s
-    `reuse`), so that a ranking change is measured without ingesting and embedding again."""
+    `reuse`, SQLite only), so that a ranking change is measured without ingesting and embedding again.
+    `backend`, `pg_url`: where the memories are built (`databases`)."""
     files = sorted(data.glob("*.json")) if data.is_dir() else [data]
     if not files:
         raise FileNotFoundError(f"no *.json conversation files in {data}")
     t0 = time.perf_counter()
     score = Score(tuple(sorted(set(ks))))
     skipped = 0
-    with workdir_for(stores, "gieok-locomo-") as workdir:
+    with workdir_for(stores, "gieok-locomo-") as workdir, databases(workdir, backend, pg_url, echo) as database:
         for path in files:
             conv = load_conversation(path)
             skipped += conv.skipped
             t1 = time.perf_counter()
             reused = await run_conversation(conv, score, recipe=recipe, workdir=workdir,
                                             wrap_embedder=wrap_embedder, count_views=count_views,
-                                            reuse=stores is not None)
+                                            reuse=stores is not None, database=database)
             if echo:
                 echo(f"{path.name}: {len(conv.turns)} turns, {len(conv.questions)} questions"
                      f"{', memory reused' if reused else ''} ({time.perf_counter() - t1:.0f} s)")

@@ -21,6 +21,7 @@ from typing import Any
 from gieok.bench.locomo import (
     Conversation,
     Score,
+    databases,
     format_report,
     load_conversation,
     run_conversation,
@@ -57,7 +58,8 @@ def _same_turns(x: Conversation, y: Conversation) -> bool:
 
 async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: str = "hybrid",
                       b_questions: str = "question", echo: Callable[[str], Any] | None = None,
-                      stores: Path | None = None) -> dict[str, Any]:
+                      stores: Path | None = None, backend: str = "sqlite",
+                      pg_url: str | None = None) -> dict[str, Any]:
     """Score both variants; `{"a": score, "b": score, "ratio": b/a per figure, "pairs": [...]}`. `b_questions`:
     the field B's questions are read from (`question_en`: English questions over the Korean memory)."""
     t0 = time.perf_counter()
@@ -66,19 +68,22 @@ async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), re
     skipped_a = skipped_b = 0
     pairs = pair_files(a, b)
     keep = stores is not None
-    with workdir_for(stores, "gieok-locomo-cmp-") as workdir:
+    with workdir_for(stores, "gieok-locomo-cmp-") as workdir, databases(workdir, backend, pg_url, echo) as database:
         for pa, pb in pairs:
             ca, cb = load_conversation(pa), load_conversation(pb, question_key=b_questions)
             skipped_a += ca.skipped
             skipped_b += cb.skipped
             t1 = time.perf_counter()
             if _same_turns(ca, cb):
-                reused = await run_conversation(ca, sa, recipe=recipe, workdir=workdir, also=[(cb, sb)], reuse=keep)
+                reused = await run_conversation(ca, sa, recipe=recipe, workdir=workdir, also=[(cb, sb)], reuse=keep,
+                                                database=database)
                 how = "one memory, both question sets" + (", reused" if reused else "")
             else:
                 cb.name = f"{cb.name}-b"  # its own store file
-                reused_a = await run_conversation(ca, sa, recipe=recipe, workdir=workdir, reuse=keep)
-                reused_b = await run_conversation(cb, sb, recipe=recipe, workdir=workdir, reuse=keep)
+                reused_a = await run_conversation(ca, sa, recipe=recipe, workdir=workdir, reuse=keep,
+                                                  database=database)
+                reused_b = await run_conversation(cb, sb, recipe=recipe, workdir=workdir, reuse=keep,
+                                                  database=database)
                 how = "two memories" + (", reused" if reused_a and reused_b else "")
             if echo:
                 echo(f"{pa.name} vs {pb}: {len(ca.questions)} / {len(cb.questions)} questions, {how} "

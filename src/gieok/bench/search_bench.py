@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gieok.bench.scale import _embedded_postgres, _fresh
+from gieok.bench.scale import _fresh, embedded_postgres
 from gieok.core.models import SearchFilters
 from gieok.memory.ingest import MessageIn, prepare
 from gieok.retrieval.ranking import get_recipe
@@ -116,7 +116,7 @@ async def run_search_bench(n: int = 100_000, queries: int = 200, k: int = 10, di
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gieok-search-bench-")))
         if backend == "postgres" and pg_url is None:
-            pg_url = stack.enter_context(_embedded_postgres(echo))
+            pg_url = stack.enter_context(embedded_postgres(echo))
         async with _fresh(backend, n, tmp, pg_url) as (store, _url):
             t0 = time.perf_counter()
             vocab, weights = _vocabulary(prng)

@@ -40,10 +40,14 @@ def bench_locomo(
     stores: Annotated[Path | None, typer.Option(
         help="Keep each conversation's built memory in this folder and search it again on the next run while "
              "its turns are unchanged: ingest and the librarian run once, and a ranking change is measured in "
-             "a minute. Delete the folder after changing ingest or the librarian.")] = None,
+             "a minute. Delete the folder after changing ingest or the librarian. SQLite only.")] = None,
+    backend: Annotated[str, typer.Option(help="Where each conversation's memory is built: sqlite or postgres "
+                                              "(a scratch database per conversation).")] = "sqlite",
+    pg: Annotated[str | None, typer.Option(help="PostgreSQL server URL to create the scratch databases on "
+                                                 "(default: start an embedded server).")] = None,
 ) -> None:
     """Evidence recall of ingest → librarian → search on LoCoMo (metric of ../shared/eval/README.md)."""
-    from gieok.bench.locomo import format_report, load_conversation, run_locomo
+    from gieok.bench.locomo import BACKENDS, format_report, load_conversation, run_locomo
     from gieok.bench.locomo_compare import format_compare, pair_files, run_compare
     from gieok.core.settings import load_settings
     from gieok.retrieval.ranking import get_recipe
@@ -51,6 +55,13 @@ def bench_locomo(
     load_settings()  # sets OMP_NUM_THREADS=1 before the model loads
     get_recipe(recipe)  # an unknown recipe fails before minutes of ingesting
     ks = _parse_ks(k)
+    if backend not in BACKENDS:
+        raise typer.BadParameter(f"{backend!r}: use one of {', '.join(BACKENDS)}", param_hint="--backend")
+    if backend != "postgres" and pg is not None:
+        raise typer.BadParameter("only with --backend postgres", param_hint="--pg")
+    if backend != "sqlite" and stores is not None:
+        raise typer.BadParameter("kept memories are SQLite files: leave out --stores with --backend postgres",
+                                 param_hint="--stores")
     if not data.exists():
         raise typer.BadParameter(f"{data} does not exist", param_hint="--data")
     if compare is None and compare_questions != "question":
@@ -64,7 +75,7 @@ def bench_locomo(
             raise typer.BadParameter(str(exc), param_hint="--compare") from None
         cmp = asyncio.run(run_compare(data, compare, ks=ks, recipe=recipe, b_questions=compare_questions,
                                       echo=None if as_json else lambda s: typer.echo(s, err=True),
-                                      stores=stores))
+                                      stores=stores, backend=backend, pg_url=pg))
         if as_json:
             typer.echo(json.dumps(cmp, ensure_ascii=False))
         else:
@@ -72,6 +83,7 @@ def bench_locomo(
                 typer.echo(line)
         return
     res = asyncio.run(run_locomo(data, ks=ks, recipe=recipe, count_views=count_views, stores=stores,
+                                 backend=backend, pg_url=pg,
                                  echo=None if as_json else lambda s: typer.echo(s, err=True)))
     if as_json:
         typer.echo(json.dumps(res, ensure_ascii=False))
