@@ -79,7 +79,7 @@ def test_questions_read_from_another_field(tmp_path: Path) -> None:
         load_conversation(p, question_key="question_xx")
 
 
-def test_compare_questions_field_is_checked_before_ingesting(tmp_path: Path) -> None:
+def test_options_are_checked_before_ingesting(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from gieok.cli import app
@@ -92,6 +92,13 @@ def test_compare_questions_field_is_checked_before_ingesting(tmp_path: Path) -> 
     res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--compare", str(p),
                               "--compare-questions", "question_en"])
     assert res.exit_code == 2 and "question_en" in res.output
+    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--backend", "mysql"])
+    assert res.exit_code == 2 and "sqlite, postgres" in res.output
+    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--pg", "postgresql://h/db"])
+    assert res.exit_code == 2 and "--backend postgres" in res.output
+    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--backend", "postgres",
+                              "--stores", str(tmp_path / "s")])
+    assert res.exit_code == 2 and "SQLite files" in res.output
 
 
 def test_recall_and_hit_arithmetic() -> None:
@@ -138,23 +145,6 @@ async def test_the_same_conversation_on_postgres_scores_as_on_sqlite(tmp_path: P
     with psycopg.connect(pg_server, autocommit=True) as con:
         left = con.execute("SELECT datname FROM pg_database WHERE datname LIKE 'gieok_locomo_%'").fetchall()
     assert left == []
-
-
-def test_backend_options_are_checked_before_ingesting(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from gieok.cli import app
-
-    p = tmp_path / "1.json"
-    p.write_text(json.dumps(CONV))
-    runner = CliRunner()
-    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--backend", "mysql"])
-    assert res.exit_code == 2 and "sqlite, postgres" in res.output
-    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--pg", "postgresql://h/db"])
-    assert res.exit_code == 2 and "--backend postgres" in res.output
-    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--backend", "postgres",
-                              "--stores", str(tmp_path / "s")])
-    assert res.exit_code == 2 and "SQLite files" in res.output
 
 
 def test_compare_pairs_by_file_name_and_explains_mismatches(tmp_path: Path) -> None:

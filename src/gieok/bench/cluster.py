@@ -180,3 +180,9 @@ def scratch_database(server_url: str, name: str) -> str:
         con.execute(f'CREATE DATABASE "{name}"')
     head, _, tail = server_url.partition("?")
     return f"{head.rsplit('/', 1)[0]}/{name}" + (f"?{tail}" if tail else "")
+
+
+def drop_database(server_url: str, name: str) -> None:
+    import psycopg
+    with psycopg.connect(server_url, autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -219,7 +219,8 @@ def databases(workdir: Path, backend: str = "sqlite", pg_url: str | None = None,
         return
     if backend != "postgres":
         raise ValueError(f"{backend!r}: use one of {', '.join(BACKENDS)}")
-    from gieok.bench.scale import drop_database, embedded_postgres, scratch_database
+    from gieok.bench.cluster import drop_database, scratch_database
+    from gieok.bench.scale import embedded_postgres
     made: list[str] = []
     with contextlib.ExitStack() as stack:
         server = pg_url or stack.enter_context(embedded_postgres(echo or (lambda _s: None)))

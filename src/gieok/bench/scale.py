@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from gieok.bench.cluster import drop_database, scratch_database
 from gieok.core.errors import ConfigError
 from gieok.core.ids import uuid7
 from gieok.core.models import Memory, SearchFilters
@@ -307,22 +308,6 @@ def embedded_postgres(echo: Echo) -> Iterator[str]:
         with contextlib.suppress(Exception):
             srv.cleanup()
         shutil.rmtree(root, ignore_errors=True)
-
-
-def scratch_database(server_url: str, name: str) -> str:
-    """A new, empty database `name` on the server (an old one of that name is dropped first); its URL."""
-    import psycopg
-    with psycopg.connect(server_url, autocommit=True) as con:
-        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        con.execute(f'CREATE DATABASE "{name}"')
-    head, _, tail = server_url.partition("?")
-    return f"{head.rsplit('/', 1)[0]}/{name}" + (f"?{tail}" if tail else "")
-
-
-def drop_database(server_url: str, name: str) -> None:
-    import psycopg
-    with psycopg.connect(server_url, autocommit=True) as con:
-        con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextlib.asynccontextmanager
