@@ -13,7 +13,7 @@ Only the `Store` protocol is used, so any pair of backends works. Why it goes th
 - Anchors and error fingerprints are derived from a row's meta and content: rows the source's librarian has
   processed are indexed again in the target (those still pending are indexed by the target's librarian),
   and what the last staleness check found is carried over anchor by anchor, so a stale flag survives.
-- A row's full-text document is rebuilt as the librarian leaves it (gieok.librarian.glosses.indexed_text): a
+- A row's full-text document is rebuilt as the librarian leaves it (gieok.librarian.glosses.indexed_texts): a
   Korean row's English glosses are derived, not stored apart, and copying the row's own words alone lost them.
 - Each user's cross-lingual vocabulary (words with vectors, per embedding model) is copied as it is.
 - Profiles are found through the users that own rows (the protocol has no list of users): a profile whose
@@ -31,9 +31,8 @@ from gieok.core.dates import utcnow
 from gieok.core.errors import ProviderError
 from gieok.core.models import Memory
 from gieok.librarian.code_index import index_rows
-from gieok.librarian.glosses import indexed_text
+from gieok.librarian.glosses import indexed_texts
 from gieok.providers.embed.base import Embedder
-from gieok.retrieval import ko_lexicon
 from gieok.retrieval.doc_text import embed_text  # the one definition of what a vector is computed from
 from gieok.store.base import ProjectTag, Store, Vector
 from gieok.store.code_refs import AnchorCheck
@@ -124,8 +123,7 @@ async def _copy_rows(source: Store, target: Store, rows: list[Memory], embedder:
         m.lease_until = None
     # The document the target searches is the source's as the librarian left it (a Korean row's glosses too);
     # rows still pending get theirs from the target's librarian, which writes the same text.
-    await ko_lexicon.ready()
-    batch = [(m, indexed_text(m)) for m in new]
+    batch = list(zip(new, await indexed_texts(new), strict=True))
     report.copied += await target.insert_many(batch, vectors)
     # Neighbour context is derived from the rows themselves: rebuilt in the target, not copied.
     await target.refresh_context([m.id for m in new if m.source == "chat" and m.session_id])

@@ -210,12 +210,13 @@ DatabaseFor = Callable[[str], str]      # a conversation's name → the URL of t
 
 
 @contextlib.contextmanager
-def databases(workdir: Path, backend: str = "sqlite", pg_url: str | None = None,
-              echo: Callable[[str], Any] | None = None) -> Iterator[DatabaseFor]:
-    """Where each conversation's memory is built: a SQLite file in `workdir`, or a scratch database on a
-    PostgreSQL server (`pg_url`, or an embedded one started here), every one dropped at the end."""
+def databases(backend: str = "sqlite", pg_url: str | None = None,
+              echo: Callable[[str], Any] | None = None) -> Iterator[DatabaseFor | None]:
+    """Where each conversation's memory is built: None for SQLite (a file in the work folder,
+    `run_conversation`'s default), or scratch databases on a PostgreSQL server (`pg_url`, or an embedded one
+    started here), every one dropped at the end."""
     if backend == "sqlite":
-        yield lambda name: f"sqlite:///{workdir / f'{name}.db'}"
+        yield None
         return
     if backend != "postgres":
         raise ValueError(f"{backend!r}: use one of {', '.join(BACKENDS)}")
@@ -309,7 +310,7 @@ async def run_locomo(data: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: s
     t0 = time.perf_counter()
     score = Score(tuple(sorted(set(ks))))
     skipped = 0
-    with workdir_for(stores, "gieok-locomo-") as workdir, databases(workdir, backend, pg_url, echo) as database:
+    with workdir_for(stores, "gieok-locomo-") as workdir, databases(backend, pg_url, echo) as database:
         for path in files:
             conv = load_conversation(path)
             skipped += conv.skipped

@@ -68,7 +68,7 @@ async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), re
     skipped_a = skipped_b = 0
     pairs = pair_files(a, b)
     keep = stores is not None
-    with workdir_for(stores, "gieok-locomo-cmp-") as workdir, databases(workdir, backend, pg_url, echo) as database:
+    with workdir_for(stores, "gieok-locomo-cmp-") as workdir, databases(backend, pg_url, echo) as database:
         for pa, pb in pairs:
             ca, cb = load_conversation(pa), load_conversation(pb, question_key=b_questions)
             skipped_a += ca.skipped

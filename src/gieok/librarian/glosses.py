@@ -40,7 +40,7 @@ from gieok.retrieval.ko_sense_order import spells, usual_sense
 from gieok.retrieval.scripts import HANGUL, text_script
 from gieok.store.base import MemoryRows
 
-__all__ = ["catch_up_glosses", "gloss_words", "index_glosses", "indexed_text"]
+__all__ = ["catch_up_glosses", "gloss_words", "index_glosses", "indexed_texts"]
 
 _HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
 
@@ -71,14 +71,25 @@ def _gloss(word: str) -> tuple[str, ...]:
     return tuple(sense_words(usual_sense(key, senses) or senses[0])) if senses else ()
 
 
-def indexed_text(m: Memory) -> str:
-    """A row's full-text document as the librarian leaves it: its own words as ingest prepares them and, for
-    a Korean row, its words' English glosses. A copy into another store writes this, not the row's own words
-    alone (which dropped the glosses: English questions over copied Korean rows found nothing). Call after
-    `await ko_lexicon.ready()`."""
-    own = row_index_text(m.title, m.content)
+def _glosses(m: Memory) -> str:
+    """The indexed words of a Korean row's glosses ("" for another row, or one whose words have none). Call
+    after `await ko_lexicon.ready()`."""
     words = gloss_words(m.content) if text_script(m.content) == HANGUL else []
-    return f"{own} {index_text(' '.join(words))}" if words else own
+    return index_text(" ".join(words)) if words else ""
+
+
+async def indexed_texts(rows: Sequence[Memory]) -> list[str]:
+    """Each row's full-text document as the librarian leaves it: its own words as ingest prepares them and, for
+    a Korean row, its words' English glosses. A copy into another store writes these, not the rows' own words
+    alone (which dropped the glosses: English questions over copied Korean rows found nothing). The dictionary
+    is read only when a Korean row is among them."""
+    if any(text_script(m.content) == HANGUL for m in rows):
+        await ko_lexicon.ready()
+    out = []
+    for m in rows:
+        own = row_index_text(m.title, m.content)
+        out.append(f"{own} {g}" if (g := _glosses(m)) else own)
+    return out
 
 
 async def index_glosses(store: MemoryRows, rows: Sequence[Memory]) -> int:
@@ -88,8 +99,8 @@ async def index_glosses(store: MemoryRows, rows: Sequence[Memory]) -> int:
     if not korean:
         return 0
     await ko_lexicon.ready()
-    texts = [(m.id, m.content_hash, text) for m in korean
-             if (text := indexed_text(m)) != row_index_text(m.title, m.content)]
+    texts = [(m.id, m.content_hash, f"{row_index_text(m.title, m.content)} {g}")   # own words as ingest prepares them
+             for m in korean if (g := _glosses(m))]
     return await store.set_search_text(texts)
 
 
