@@ -11,6 +11,7 @@ import pytest
 from gieok.bench.locomo import (
     Question,
     Score,
+    beside,
     load_conversation,
     normalise_evidence,
     parse_session_date,
@@ -99,6 +100,43 @@ def test_options_are_checked_before_ingesting(tmp_path: Path) -> None:
     res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--backend", "postgres",
                               "--stores", str(tmp_path / "s")])
     assert res.exit_code == 2 and "SQLite files" in res.output
+    res = runner.invoke(app, ["bench", "locomo", "--data", str(p), "--beside", str(tmp_path / "nope.json")])
+    assert res.exit_code == 2 and "--beside" in res.output and "nope.json" in res.output
+
+
+OTHER = {
+    "speaker_a": "지나",
+    "speaker_b": "존",
+    "session_1_date_time": "9:00 am on 1 June, 2023",
+    "session_1": [
+        {"speaker": "지나", "dia_id": "D1:1", "text": "어제 새 고양이를 입양했어."},
+        {"speaker": "존", "dia_id": "D1:2", "text": "와 축하해! 이름은 뭐야?"},
+    ],
+    "session_2_date_time": "9:00 am on 1 July, 2023",
+    "session_2": [{"speaker": "지나", "dia_id": "D2:1", "text": "다음 달에 리스본에 가."}],
+    "qa": [{"question": "지나는 어디에 가?", "answer": "리스본", "evidence": ["D2:1"], "category": 4}],
+}
+
+
+def test_a_conversation_beside_another_shares_its_memory_but_not_its_questions(tmp_path: Path) -> None:
+    (tmp_path / "tiny.json").write_text(json.dumps(CONV))
+    (tmp_path / "other.json").write_text(json.dumps(OTHER, ensure_ascii=False))
+    conv, other = load_conversation(tmp_path / "tiny.json"), load_conversation(tmp_path / "other.json")
+    both = beside(conv, other)
+    assert both.name == "tiny+other"
+    assert both.questions == conv.questions                      # the other's questions are not asked
+    # Stored in time order, the other's turns under ids no question names and in sessions of their own.
+    assert [t.dia_id for t in both.turns] == ["D1:1", "D1:2", "D1:3", "other/D1:1", "other/D1:2", "D2:1",
+                                              "D2:2", "other/D2:1"]
+    assert {t.session for t in both.turns if t.dia_id.startswith("other/")} == {3, 4}
+    assert both.now == other.now == datetime(2023, 7, 2, 9, 0, tzinfo=UTC)
+
+
+async def test_beside_end_to_end_in_both_languages(tmp_path: Path) -> None:
+    (tmp_path / "tiny.json").write_text(json.dumps(CONV))
+    (tmp_path / "other.json").write_text(json.dumps(OTHER, ensure_ascii=False))
+    res = await run_locomo(tmp_path / "tiny.json", ks=(1, 10), beside_path=tmp_path / "other.json")
+    assert res["questions"] == 3 and res["recall@10"] == pytest.approx(1.0)
 
 
 def test_recall_and_hit_arithmetic() -> None:

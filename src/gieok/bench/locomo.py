@@ -27,6 +27,7 @@ same conversations: they share the ranking but not the keyword index or the vect
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import re
@@ -119,6 +120,18 @@ def load_conversation(path: Path, *, question_key: str = "question") -> Conversa
             raise ValueError(f"{path}: a question has no {question_key!r} field (it has {', '.join(sorted(qa))})")
         questions.append(Question(str(qa[question_key]), int(qa["category"]), ev))
     return Conversation(path.stem, turns, questions, skipped, last + timedelta(days=1))
+
+
+def beside(conv: Conversation, other: Conversation) -> Conversation:
+    """`conv` in one memory with `other`'s turns (a user whose memory holds both, e.g. their own Korean chat
+    beside their agents' English sessions), asked `conv`'s questions only. The other's turns keep sessions of
+    their own and are never evidence; turns are stored in time order, as a memory fills; "now" is a day after
+    the later of the two."""
+    first = max((t.session for t in conv.turns), default=0) + 1
+    theirs = [dataclasses.replace(t, dia_id=f"{other.name}/{t.dia_id}", session=first + t.session)
+              for t in other.turns]
+    turns = sorted(conv.turns + theirs, key=lambda t: t.created_at)
+    return Conversation(f"{conv.name}+{other.name}", turns, conv.questions, conv.skipped, max(conv.now, other.now))
 
 
 def _norm_id(dia_id: str) -> str:
@@ -300,10 +313,11 @@ async def run_locomo(data: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: s
                      wrap_embedder: Callable[[Embedder], Embedder] | None = None,
                      echo: Callable[[str], Any] | None = None, count_views: bool = False,
                      stores: Path | None = None, backend: str = "sqlite",
-                     pg_url: str | None = None) -> dict[str, Any]:
+                     pg_url: str | None = None, beside_path: Path | None = None) -> dict[str, Any]:
     """`stores`: a folder keeping each conversation's built memory for the next run (`run_conversation`'s
     `reuse`, SQLite only), so that a ranking change is measured without ingesting and embedding again.
-    `backend`, `pg_url`: where the memories are built (`databases`)."""
+    `backend`, `pg_url`: where the memories are built (`databases`). `beside_path`: a conversation stored in
+    every memory beside the one asked (`beside`)."""
     files = sorted(data.glob("*.json")) if data.is_dir() else [data]
     if not files:
         raise FileNotFoundError(f"no *.json conversation files in {data}")
@@ -311,8 +325,11 @@ async def run_locomo(data: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: s
     score = Score(tuple(sorted(set(ks))))
     skipped = 0
     with workdir_for(stores, "gieok-locomo-") as workdir, databases(backend, pg_url, echo) as database:
+        other = load_conversation(beside_path) if beside_path is not None else None
         for path in files:
             conv = load_conversation(path)
+            if other is not None:
+                conv = beside(conv, other)
             skipped += conv.skipped
             t1 = time.perf_counter()
             reused = await run_conversation(conv, score, recipe=recipe, workdir=workdir,

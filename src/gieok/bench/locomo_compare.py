@@ -21,6 +21,7 @@ from typing import Any
 from gieok.bench.locomo import (
     Conversation,
     Score,
+    beside,
     databases,
     format_report,
     load_conversation,
@@ -59,9 +60,11 @@ def _same_turns(x: Conversation, y: Conversation) -> bool:
 async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), recipe: str = "hybrid",
                       b_questions: str = "question", echo: Callable[[str], Any] | None = None,
                       stores: Path | None = None, backend: str = "sqlite",
-                      pg_url: str | None = None) -> dict[str, Any]:
+                      pg_url: str | None = None, beside_path: Path | None = None) -> dict[str, Any]:
     """Score both variants; `{"a": score, "b": score, "ratio": b/a per figure, "pairs": [...]}`. `b_questions`:
-    the field B's questions are read from (`question_en`: English questions over the Korean memory)."""
+    the field B's questions are read from (`question_en`: English questions over the Korean memory).
+    `beside_path`: a conversation stored in both variants' memories beside the one asked
+    (`gieok.bench.locomo.beside`)."""
     t0 = time.perf_counter()
     ks = tuple(sorted(set(ks)))
     sa, sb = Score(ks), Score(ks)
@@ -69,8 +72,11 @@ async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), re
     pairs = pair_files(a, b)
     keep = stores is not None
     with workdir_for(stores, "gieok-locomo-cmp-") as workdir, databases(backend, pg_url, echo) as database:
+        other = load_conversation(beside_path) if beside_path is not None else None
         for pa, pb in pairs:
             ca, cb = load_conversation(pa), load_conversation(pb, question_key=b_questions)
+            if other is not None:
+                ca, cb = beside(ca, other), beside(cb, other)
             skipped_a += ca.skipped
             skipped_b += cb.skipped
             t1 = time.perf_counter()
@@ -93,6 +99,7 @@ async def run_compare(a: Path, b: Path, *, ks: tuple[int, ...] = (5, 10, 20), re
     rb = score_dict(sb, questions_skipped=skipped_b, wall_s=wall, recipe=recipe)
     b_path = str(b) if b_questions == "question" else f"{b} ({b_questions})"
     return {"a": ra, "b": rb, "ratio": ratios(ra, rb), "a_path": str(a), "b_path": b_path,
+            "beside": str(beside_path) if beside_path is not None else None,
             "pairs": [[str(x), str(y)] for x, y in pairs]}
 
 
@@ -116,6 +123,8 @@ def format_compare(res: dict[str, Any], ks: Iterable[int]) -> list[str]:
     ks = sorted(set(ks))
     lines = [f"A = {res['a_path']}"] + ["  " + s for s in format_report(res["a"], ks)]
     lines += [f"B = {res['b_path']}"] + ["  " + s for s in format_report(res["b"], ks)]
+    if res.get("beside"):
+        lines.insert(0, f"every memory also holds {res['beside']} (its questions not asked)")
     r = res["ratio"]
 
     def fmt(v: float | None) -> str:

@@ -45,6 +45,11 @@ def bench_locomo(
                                               "(a scratch database per conversation).")] = "sqlite",
     pg: Annotated[str | None, typer.Option(help="PostgreSQL server URL to create the scratch databases on "
                                                  "(default: start an embedded server).")] = None,
+    beside: Annotated[Path | None, typer.Option(
+        help="One more conversation file stored in every memory beside the one asked (its questions are not "
+             "asked): one memory in two languages, e.g. --data locomo-ko-dev/xq/26.json --beside "
+             "locomo-ko-dev/ko/30.json (Korean questions about English sessions, with Korean chat beside).")]
+        = None,
 ) -> None:
     """Evidence recall of ingest → librarian → search on LoCoMo (metric of ../shared/eval/README.md)."""
     from gieok.bench.locomo import BACKENDS, format_report, load_conversation, run_locomo
@@ -64,6 +69,11 @@ def bench_locomo(
                                  param_hint="--stores")
     if not data.exists():
         raise typer.BadParameter(f"{data} does not exist", param_hint="--data")
+    if beside is not None:
+        try:
+            load_conversation(beside)   # a bad file fails before minutes of ingesting
+        except (OSError, ValueError, KeyError) as exc:
+            raise typer.BadParameter(f"{beside}: {exc}", param_hint="--beside") from None
     if compare is None and compare_questions != "question":
         raise typer.BadParameter("only with --compare (B's questions are read from it)",
                                  param_hint="--compare-questions")
@@ -75,7 +85,7 @@ def bench_locomo(
             raise typer.BadParameter(str(exc), param_hint="--compare") from None
         cmp = asyncio.run(run_compare(data, compare, ks=ks, recipe=recipe, b_questions=compare_questions,
                                       echo=None if as_json else lambda s: typer.echo(s, err=True),
-                                      stores=stores, backend=backend, pg_url=pg))
+                                      stores=stores, backend=backend, pg_url=pg, beside_path=beside))
         if as_json:
             typer.echo(json.dumps(cmp, ensure_ascii=False))
         else:
@@ -83,7 +93,7 @@ def bench_locomo(
                 typer.echo(line)
         return
     res = asyncio.run(run_locomo(data, ks=ks, recipe=recipe, count_views=count_views, stores=stores,
-                                 backend=backend, pg_url=pg,
+                                 backend=backend, pg_url=pg, beside_path=beside,
                                  echo=None if as_json else lambda s: typer.echo(s, err=True)))
     if as_json:
         typer.echo(json.dumps(res, ensure_ascii=False))
