@@ -127,8 +127,8 @@ def beside(conv: Conversation, other: Conversation) -> Conversation:
     beside their agents' English sessions), asked `conv`'s questions only. The other's turns keep sessions of
     their own and are never evidence; turns are stored in time order, as a memory fills; "now" is a day after
     the later of the two."""
-    first = max((t.session for t in conv.turns), default=0) + 1
-    theirs = [dataclasses.replace(t, dia_id=f"{other.name}/{t.dia_id}", session=first + t.session)
+    last = max((t.session for t in conv.turns), default=0)
+    theirs = [dataclasses.replace(t, dia_id=f"{other.name}/{t.dia_id}", session=last + t.session)
               for t in other.turns]
     turns = sorted(conv.turns + theirs, key=lambda t: t.created_at)
     return Conversation(f"{conv.name}+{other.name}", turns, conv.questions, conv.skipped, max(conv.now, other.now))
