@@ -38,6 +38,10 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "장애": ("outage", "incident", "failure"),
     "에러": ("error",), "오류": ("error", "bug"),
     "버그": ("bug",),
+    # A test that fails now and then: "불안정한 테스트", "플래키 테스트", "간헐적으로 실패하는 테스트".
+    "불안정": ("flaky", "unstable"), "불안정하": ("flaky",), "플래키": ("flaky",),
+    "간헐적": ("intermittent", "flaky"),
+    "시간대": ("timezone", "time zone"), "타임존": ("timezone",),
     "디버깅": ("debugging", "debug"),
     "로그": ("log", "logs", "logging"),
     "타임아웃": ("timeout",),
@@ -83,6 +87,7 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "백업": ("backup",),
     "복원": ("restore",),
     "서버": ("server",),
+    "커넥션": ("connection",),
     "클라이언트": ("client",),
     "엔드포인트": ("endpoint",),
     "요청": ("request",),
