@@ -28,6 +28,9 @@ NOTES = ["We moved the billing deploy to Friday", "The staging server keeps timi
 def test_the_glossary_adds_to_the_dictionary_and_stays_unambiguous() -> None:
     assert {"distribution", "deploy"} <= set(ko_lexicon.senses("배포"))       # the dictionary's sense kept
     assert "build" in ko_lexicon.senses("빌드") and "rollback" in ko_lexicon.senses("롤백했어")
+    # A noun's senses reach its 하다 verb, which the past tense and the adnominal are looked up under.
+    assert "deploy" in ko_lexicon.senses("배포했어") and "fix" in ko_lexicon.senses("수정했어")
+    assert "flaky" in ko_lexicon.senses("불안정한")
     # Every entry is a word of two syllables or more written in Hangul, with lower-case English senses.
     for word, senses in GLOSSARY.items():
         assert len(word) >= 2 and all("가" <= ch <= "힣" for ch in word), word

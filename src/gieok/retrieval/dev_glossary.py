@@ -39,7 +39,7 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "에러": ("error",), "오류": ("error", "bug"),
     "버그": ("bug",),
     # A test that fails now and then: "불안정한 테스트", "플래키 테스트", "간헐적으로 실패하는 테스트".
-    "불안정": ("flaky", "unstable"), "불안정하": ("flaky",), "플래키": ("flaky",),
+    "불안정": ("flaky", "unstable"), "플래키": ("flaky",),
     "간헐적": ("intermittent", "flaky"),
     "시간대": ("timezone", "time zone"), "타임존": ("timezone",),
     "디버깅": ("debugging", "debug"),

@@ -78,9 +78,13 @@ def _load() -> dict[str, str]:
     if data is None:
         return {}
     out = _dictionary(data)
-    # Software senses the general dictionary lacks (배포 → deploy beside "distribution"), after its own.
+    # Software senses the general dictionary lacks (배포 → deploy beside "distribution"), after its own. A noun's
+    # senses go to its 하다 verb too, under which its past and adnominal forms are looked up: "배포했어" is
+    # 배포하(다), which the dictionary knows only as "distribute".
     for word, extra in GLOSSARY.items():
         out[word] = "; ".join([out[word], *extra]) if word in out else "; ".join(extra)
+        if (verb := f"{word}하") in out and verb not in GLOSSARY:
+            out[verb] = "; ".join([out[verb], *extra])
     return out
 
 
