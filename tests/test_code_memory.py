@@ -76,6 +76,28 @@ async def test_tool_errors_make_the_turn_that_fixed_them_findable(svc: MemorySer
     assert bare[0].memory.id == fix and bare[0].recall_reason[0].endswith(", other frames")
 
 
+async def test_the_same_error_pasted_twice_is_two_results_each_with_its_fix(svc: MemoryService) -> None:
+    # Search folds a line said again into one result; the same error pasted in two sessions is two results
+    # here, each with the answer that followed it, and neither is also listed as the other's repeat.
+    pasted = []
+    for s, fix in (("s1", "Added the missing 4 s step to the delays table."), ("s2", "Clamped attempt to the table.")):
+        pasted.append((await svc.ingest(MessageIn(content=f"CI failed:\n{TRACE}", user_id="alice", session_id=s,
+                                                  created_at=f"2025-05-0{len(pasted) + 1}T10:00:00Z")))[0])
+        await svc.ingest(MessageIn(content=fix, user_id="alice", role="assistant", session_id=s,
+                                   created_at=f"2025-05-0{len(pasted)}T10:00:05Z"))
+    await svc.processor.run_once()
+    hits = (await svc.search(SearchFilters(user_id="alice"), f"again:\n{TRACE}")).hits
+    assert {h.memory.id for h in hits[:2]} == set(pasted)
+    assert {h.fixed_by["content"] for h in hits[:2] if h.fixed_by} == {"Added the missing 4 s step to the delays "
+                                                                       "table.", "Clamped attempt to the table."}
+    shown = [h.memory.id for h in hits]
+    assert not [m.id for h in hits for m in h.repeats if m.id in shown]
+    # Asked in other words, the two pastes are one result that says it was said twice.
+    [both] = [h for h in (await svc.search(SearchFilters(user_id="alice"), "CI failed delays index")).hits
+              if h.memory.id in pasted]
+    assert both.to_dict()["repeated"]["times"] == 2
+
+
 async def test_edits_reindex_and_erasure_removes_everything(svc: MemoryService) -> None:
     f = SearchFilters(user_id="alice")
     sig = fingerprints(TRACE)[0].signature

@@ -196,7 +196,9 @@ async def test_signin_cookie_roles_and_scopes(svc: MemoryService) -> None:
     mine = await add(svc, "alice의 비밀 메모: 회의 일정")
     bobs = await add(svc, "bob의 비밀 메모: 회의 장소", user="bob")
     shared = await add(svc, "bob이 팀에 공유한 회의록", user="bob")
-    await svc.store.update_memory(shared, {"privacy_scope": "team", "team": "eng"})
+    again = await add(svc, "bob이 팀에 공유한 회의록", user="bob", session_id="later")   # the same words, shared again
+    for mid in (shared, again):
+        await svc.store.update_memory(mid, {"privacy_scope": "team", "team": "eng"})
     async with client(svc, auth="apikey", host="192.0.2.10") as c:
         r = await c.get("/ui/search?q=회의")
         assert r.status_code == 303 and r.headers["location"].startswith("/ui/signin?next=")
@@ -210,6 +212,7 @@ async def test_signin_cookie_roles_and_scopes(svc: MemoryService) -> None:
         found = (await c.get("/ui/search", params={"q": "회의"})).text
         assert "alice의 비밀 메모" in found and "bob의 비밀 메모" not in found
         assert "bob이 팀에 공유한 <mark>회의</mark>록" in found and "by bob" in found   # team-shared: visible, marked
+        assert found.count("팀에 공유한") == 1 and "said 2 times" in found      # one result for both copies
         assert (await c.get(f"/ui/m/{bobs}")).status_code == 404
         assert "bob의 비밀" not in (await c.get("/ui/", params={"state": "all"})).text
         detail = (await c.get(f"/ui/m/{mine}")).text
@@ -234,6 +237,8 @@ async def test_signin_cookie_roles_and_scopes(svc: MemoryService) -> None:
     assert any(e.action == "ui signin" and e.outcome == "refused:401" for e in log)
     assert any(e.action.startswith("ui /ui/m/") and e.outcome == "denied" and e.actor == "alice" for e in log)
     assert any(e.action == "ui memory.read" and e.owners == ["bob"] for e in log)
+    # A folded copy was read too (its id and time are shown): the audit names it.
+    assert any(e.detail == "read shared" and {shared, again} <= set(e.memory_ids) for e in log)
 
 
 async def test_a_revoked_key_stops_working_at_once(svc: MemoryService) -> None:

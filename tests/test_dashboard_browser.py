@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -195,6 +196,10 @@ def test_sign_in_search_pin_forget_in_chromium(browser: WebDriver, team_server: 
     wait_for(browser, "li.result mark")
     results = browser.find_elements(By.CSS_SELECTOR, "li.result")
     assert results and "배포" in results[0].text
+    # A line the seed says on many days is one result that says how often, not a screenful of copies.
+    texts = [r.find_element(By.CSS_SELECTOR, ".text").text for r in results]
+    assert len(set(texts)) == len(texts), texts
+    assert any(re.search(r"said \d+ times", r.text) for r in results)
     assert "보라색 코끼리" not in body(browser)          # bob's private memory never appears
     assert browser.find_elements(By.CSS_SELECTOR, ".reasons .chip") and "relevance" in results[0].text
     shot(browser, "03-search-korean")

@@ -195,11 +195,12 @@ async def test_a_reply_is_scored_by_the_message_it_answers(e5svc: MemoryService)
     assert hits[a_id].parts["neighbour_cosine"] == pytest.approx(1.0, abs=1e-4)
     assert hits[q_id].parts["neighbour_cosine"] < 0.99
     assert any(r.startswith("next to a semantic match") for r in hits[a_id].recall_reason)
-    assert all(h.parts["neighbour_cosine"] == 0 for h in hits.values() if not h.memory.session_id)
-    # A forgotten message lends its neighbours nothing.
+    # The unrelated notes (no session, no neighbours) are not lifted into the list by standing for their own.
+    assert all(h.memory.session_id for h in hits.values())
+    # A forgotten message lends its neighbours nothing: the reply, alone now, counts only itself.
     assert await e5svc.store.update_memory(q_id, {"deleted_at": NOW})
     hits = {h.memory.id: h for h in (await e5svc.search(f, "picnic cake", now=NOW)).hits}
-    assert q_id not in hits and hits[a_id].parts["neighbour_cosine"] == 0
+    assert q_id not in hits and hits[a_id].parts["neighbour_cosine"] == hits[a_id].parts["cosine"] < 0.99
 
 
 async def test_being_neighbours_goes_both_ways(e5svc: MemoryService) -> None:
@@ -228,6 +229,70 @@ def test_neighbour_cosine_lifts_a_message_next_to_a_close_one() -> None:
     off = rank(cands, query_tokens=set(), query_text="q", now=NOW, recipe=replace(recipe, r_neighbour=0.0), limit=2)
     assert [h.memory.id for h in off] == ["o", "r"]
     assert not any(r.startswith("next to") for h in off for r in h.recall_reason)
+
+
+def test_a_row_with_nothing_beside_it_stands_for_its_own_neighbour() -> None:
+    # A saved note (no session) closer to the question than a chat turn whose neighbour is as close as the note:
+    # left without the neighbour term, the note came second; taken as its own context, first.
+    note = Memory(id="n", user_id="u", content="Billing deploys on Tuesdays.", kind="semantic", created_at=NOW)
+    turn = Memory(id="t", user_id="u", content="Sure, I'll check the logs.", session_id="s", created_at=NOW)
+    recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
+    hits = rank([Candidate(note, cos=0.88, alone=True), Candidate(turn, cos=0.86, neighbour_cos=0.88)],
+                query_tokens=set(), query_text="q", now=NOW, recipe=recipe, limit=2)
+    assert [h.memory.id for h in hits] == ["n", "t"]
+    assert hits[0].parts["neighbour_cosine"] == 0.88 and not any(r.startswith("next to") for r in hits[0].recall_reason)
+    hits = rank([Candidate(note, cos=0.88), Candidate(turn, cos=0.86, neighbour_cos=0.88)],
+                query_tokens=set(), query_text="q", now=NOW, recipe=recipe, limit=2)
+    assert [h.memory.id for h in hits] == ["t", "n"]
+    # It only orders: a row that would not be shown on its own is not shown for standing in for its neighbour.
+    # (Its score would be 0.051 with the stand-in, 0.028 without; the keep threshold is 0.05.)
+    best = Candidate(replace(turn, id="b"), cos=0.90, neighbour_cos=0.90)
+    hits = rank([Candidate(note, cos=0.72, alone=True), best], query_tokens=set(), query_text="q", now=NOW,
+                recipe=recipe, limit=3)
+    assert [h.memory.id for h in hits] == ["b"]
+    hits = rank([Candidate(note, cos=0.72, neighbour_cos=0.72), best], query_tokens=set(), query_text="q", now=NOW,
+                recipe=recipe, limit=3)
+    assert [h.memory.id for h in hits] == ["b", "n"]
+
+
+def test_the_same_words_again_are_one_result() -> None:
+    # A rule restated in four sessions: one result that says how often, not four of the six places. Spacing and
+    # case aside; another user's copy, a copy shared with the team, or the assistant's, stays a result of its own.
+    def row(i: int, content: str, user: str = "u", scope: str = "private", team: str = "") -> Memory:
+        return Memory(id=f"m{i}", user_id=user, content=content, privacy_scope=scope, team=team,
+                      created_at=datetime(2025, 5, 1 + i, tzinfo=UTC))
+    rule = "결제 서비스는 매주 화요일에 배포해요."
+    cands = [Candidate(row(0, rule), cos=0.90), Candidate(row(1, rule.replace(" ", "  ")), cos=0.89),
+             Candidate(row(2, rule), cos=0.88), Candidate(row(3, "Deploy checklist: migrations first."), cos=0.87),
+             Candidate(row(4, rule, user="bob"), cos=0.86),
+             Candidate(row(5, rule, scope="team", team="pay"), cos=0.85),
+             Candidate(row(6, "Something else entirely."), cos=0.84),
+             Candidate(replace(row(8, rule), role="assistant"), cos=0.74),
+             Candidate(row(7, rule.upper()), cos=0.75)]
+    recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
+    hits = rank(cands, query_tokens=set(), query_text="배포 일정", now=NOW, recipe=recipe, limit=3)
+    assert [h.memory.id for h in hits] == ["m0", "m3", "m4"]
+    # m7 was past the limit when the list filled: it still counts as said again.
+    assert [m.id for m in hits[0].repeats] == ["m1", "m2", "m7"] and not hits[1].repeats
+    assert hits[0].said_between() == (datetime(2025, 5, 1, tzinfo=UTC), datetime(2025, 5, 8, tzinfo=UTC))
+    said = hits[0].to_dict()["repeated"]
+    assert said == {"times": 4, "ids": ["m1", "m2", "m7"], "first_at": "2025-05-01T00:00:00+00:00",
+                    "last_at": "2025-05-08T00:00:00+00:00"}
+    assert "repeated" not in hits[1].to_dict() and hits[0].memories()[1:] == hits[0].repeats
+
+
+async def test_a_message_said_in_three_sessions_is_one_result(tmp_path: Path) -> None:
+    rule = "코드 리뷰는 한국어로 해 주세요. 변수 이름은 영어로."
+    async with e5_service(tmp_path, ["We deploy billing on Tuesdays."]) as svc:
+        for s in ("a", "b", "c"):
+            await _chat(svc, s, rule, "네, 그렇게 할게요.")
+        out = await svc.search(svc.filters("alice"), "코드 리뷰 언어", limit=3, now=NOW)
+        contents = [h.memory.content for h in out.hits]
+        assert contents.count(rule) == 1 and len(set(contents)) == len(contents)
+        top = next(h for h in out.hits if h.memory.content == rule)
+        assert top.to_dict()["repeated"]["times"] == 3
+        # The assistant's stock reply, said three times too, is one result as well.
+        assert contents.count("네, 그렇게 할게요.") <= 1
 
 
 def test_query_terms_drop_contraction_and_possessive_fragments() -> None:

@@ -58,6 +58,8 @@ def print_memory_line(m: Memory, score: float | None = None) -> None:
 def print_hits(hits: Sequence[Hit], *, show_score: bool = True) -> None:
     for h in hits:
         print_memory_line(h.memory, h.score if show_score else None)
+        if h.repeats:
+            console.print(f"       [dim]said {len(h.repeats) + 1} times, first {when(h.said_between()[0])}[/]")
         if h.stale:
             console.print(f"       [yellow]possibly stale:[/] {escape(h.stale)}")
         if h.fixed_by:

@@ -133,6 +133,13 @@ class Hit:
     anchors: list[dict[str, Any]] = field(default_factory=list)   # the files it is about, and their state
     stale: str = ""                     # why it may be out of date ("billing/retry.py changed 3 commits ago")
     fixed_by: dict[str, Any] | None = None   # the answer that followed a turn with the same error
+    # Other rows of the same owner with the same words (a rule said again in later sessions, an agent's stock
+    # reply), oldest first: folded into this result rather than filling the list with copies of it.
+    repeats: list[Memory] = field(default_factory=list)
+
+    def memories(self) -> list[Memory]:
+        """The rows this result shows: its own and those folded into it (what a read audit must name)."""
+        return [self.memory, *self.repeats]
 
     def to_dict(self, max_chars: int | None = None) -> dict[str, Any]:
         m = self.memory
@@ -150,4 +157,15 @@ class Hit:
             **({"anchors": self.anchors} if self.anchors else {}),
             **({"possibly_stale": True, "stale_reason": self.stale} if self.stale else {}),
             **({"fixed_by": self.fixed_by} if self.fixed_by else {}),
+            **({"repeated": self._repeated()} if self.repeats else {}),
         }
+
+    def said_between(self) -> tuple[datetime | None, datetime | None]:
+        """When the words of this result were first and last written, its folded repeats included."""
+        times = sorted(m.created_at for m in self.memories() if m.created_at)
+        return (times[0], times[-1]) if times else (None, None)
+
+    def _repeated(self) -> dict[str, Any]:
+        first, last = self.said_between()
+        return {"times": 1 + len(self.repeats), "ids": [m.id for m in self.repeats],
+                "first_at": first.isoformat() if first else None, "last_at": last.isoformat() if last else None}

@@ -38,7 +38,7 @@ async def search_resource(ctx: Context, query: str = "", p_tag: str = "", date_r
         out = await svc.search(f, query or None, limit=limit)
     except GieokError as exc:
         raise ResourceError(str(exc)) from exc
-    c.audit_reads(h.memory for h in out.hits)
+    c.audit_reads(m for h in out.hits for m in h.memories())
     return json.dumps({"query": query, "mode": out.mode, "notes": out.notes,
                        "results": [h.to_dict(max_chars=2000) for h in out.hits]}, ensure_ascii=False)
 

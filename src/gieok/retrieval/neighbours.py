@@ -37,3 +37,8 @@ async def neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: M
                 # Being neighbours goes both ways: a candidate whose own were not looked up (its own relevance
                 # was below the best `neighbour_candidates`) has at least this one.
                 n.neighbour_cos = max(n.neighbour_cos or 0.0, cands[mid].cos or 0.0)
+    for mid in ids:
+        if mid not in near and (c := cands[mid]).cos is not None and c.neighbour_cos is None:
+            # Nothing beside it to read: a note someone saved, a message alone in its session (or whose
+            # neighbours are not embedded yet, or not the caller's to see). Ranking takes it as its own context.
+            c.alone = True

@@ -218,6 +218,7 @@ class Candidate:
     date_match: float = 0.0        # query_dates.date_match: 1 a named day, less a longer window
     date_said: bool = False        # date_match is for a time the row names, not when it was written
     neighbour_cos: float | None = None    # the best cosine of its session neighbours (r_neighbour)
+    alone: bool = False            # its neighbours were looked up and it has none: its own context (r_neighbour)
     states_time: bool = False      # the query asks when and the row says when (time_words; r_when)
     feedback: float = 0.0          # BM25 of the words the best candidates share (retrieval.feedback; r_feedback)
     chance_cos: float = 0.0        # its pair's cosine of chance (model_chance_cosines); 0: not judged
@@ -363,6 +364,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     # ranked below unrelated embedded rows. Its keyword evidence stands in for the missing semantic part.
     semantic = recipe.r_cos > 0 and any(c.cos is not None for c in cands)
     rels: list[tuple[float, float, float, float, float, float, float]] = []
+    alone_parts: list[float] = []
     # English words matched as words: the English rows of a query in Latin letters (bm25_share_of_best).
     words = recipe.bm25_share_of_best > 0 and text_script(query_text) == LATIN
     same = [words and written_in_english(c.memory) for c in cands]
@@ -376,6 +378,15 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         if semantic and c.cos is None:
             cos_part = bm_part
         nb = c.neighbour_cos if c.neighbour_cos is not None else 0.0
+        alone = 0.0
+        if c.alone and c.cos is not None:
+            # A row with nothing beside it (a saved note, a message alone in its session) stands for its own
+            # neighbour. Left at 0, a pinned "결제 서비스 배포 규칙" note came fifth for "배포 일정", under chat
+            # turns that mention deploying in passing but sit beside turns about it. It only orders: whether
+            # the row is shown at all is judged without it (`alone_parts`), as before, since the keep
+            # threshold was set with notes scored on their own.
+            nb = cos
+            alone = recipe.r_cos * recipe.r_neighbour * cos_part
         if nb > 0:
             cos_part += recipe.r_neighbour * _cos_part(nb, recipe)
         jac = tag_jaccard(query_tokens, m)
@@ -386,6 +397,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         if recipe.r_question > 0:
             rel -= recipe.r_question * question_share(m.content)
         rels.append((rel, cos, bm, jac, title, date, nb))
+        alone_parts.append(alone)
     # Saying when tells apart rows about the question's event; it must not make a row about something else
     # relevant (a pinned "매주 월요일에 가격을 저장한다" shown for "when do we deploy?"): the bonus is in proportion
     # to the row's relevance without it, next to the best row's.
@@ -393,7 +405,9 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     whens = [r[0] / best_base if c.states_time and best_base > 0 else 0.0 for c, r in zip(cands, rels, strict=True)]
     best_rel = max(r[0] + recipe.r_when * w for r, w in zip(rels, whens, strict=True))
     scored: list[tuple[float, Candidate, _Parts]] = []
-    for c, u, (base, cos, bm, jac, title, date, nb), when in zip(cands, usages, rels, whens, strict=True):
+    own_scores: dict[str, float] = {}     # an alone row's score without standing for its own neighbour
+    for c, u, (base, cos, bm, jac, title, date, nb), when, alone in zip(cands, usages, rels, whens, alone_parts,
+                                                                         strict=True):
         rel = base + recipe.r_when * when
         m = c.memory
         rec = recency(m, now, recipe)
@@ -402,8 +416,11 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         # added flat (§6 as written), a pinned or often-shown memory outranked the one the query was about
         # (a pinned coffee preference above "we deploy billing on Tuesdays" for "when do we deploy billing?").
         gate = rel / best_rel if best_rel > 0 else 1.0
-        s = recipe.w_relevance * rel + gate * (recipe.w_recency * rec + recipe.w_importance * imp
-                                               + recipe.w_usage * u)
+        priors = recipe.w_recency * rec + recipe.w_importance * imp + recipe.w_usage * u
+        s = recipe.w_relevance * rel + gate * priors
+        if alone:
+            own_scores[m.id] = recipe.w_relevance * (rel - alone) + ((rel - alone) / best_rel if best_rel > 0
+                                                                    else 1.0) * priors
         scored.append((s, c, _Parts(rel, cos, nb, bm, jac, title, date, when, rec, imp, u, gate)))
     scored.sort(key=lambda t: -t[0])
 
@@ -425,6 +442,8 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     if not at_chance.all():
         left &= ~at_chance
     picked: list[Hit] = []
+    by_words: dict[tuple[str, str, str, str, str], Hit] = {}
+    taken = np.zeros(len(scored), bool)
     while left.any() and len(picked) < limit:
         adj = np.where(left, scores - recipe.w_duplication * max_dup, -np.inf)
         i = int(np.argmax(adj))
@@ -434,7 +453,33 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             break
         left[i] = False
         _s, c, p = scored[i]
-        picked.append(Hit(c.memory, best_s, p.as_dict(c, float(max_dup[i])), p.reasons(c, recipe)))
+        if (own := own_scores.get(c.memory.id)) is not None and own - recipe.w_duplication * max_dup[i] < \
+                recipe.keep_threshold:
+            continue        # shown only for standing in for its neighbour: not relevant enough on its own
+        taken[i] = True
+        key = same_words_key(c.memory)
+        if (first := by_words.get(key)) is not None:
+            # The same words again (a rule restated every session, a stock reply): embedded beside different
+            # messages, a copy's vector can sit far enough from the first's that the duplication penalty lets
+            # four copies fill a list of six. One result says it, and how often it was said.
+            first.repeats.append(c.memory)
+            continue
+        hit = Hit(c.memory, best_s, p.as_dict(c, float(max_dup[i])), p.reasons(c, recipe))
+        picked.append(hit)
+        by_words[key] = hit
         if mat is not None and has_vec[i]:
             max_dup = np.maximum(max_dup, np.where(has_vec, np.clip(mat @ mat[i], 0.0, None), 0.0))
+    # Copies the picking did not reach (past the limit or under the threshold) still say how often it was said.
+    for (_s, c, _p), done in zip(scored, taken, strict=True):
+        if not done and (first := by_words.get(same_words_key(c.memory))) is not None:
+            first.repeats.append(c.memory)
+    for hit in picked:
+        hit.repeats.sort(key=lambda m: (m.created_at is None, m.created_at or now))
     return picked
+
+
+def same_words_key(m: Memory) -> tuple[str, str, str, str, str]:
+    """What makes two rows one result: the same owner, scope, team and role, and the same words (spacing and
+    case aside). A copy another user wrote, one shared with other people, or the assistant's "네" after the
+    user's, stays a result of its own."""
+    return m.user_id, m.privacy_scope, m.team or "", m.role, " ".join(m.content.split()).casefold()

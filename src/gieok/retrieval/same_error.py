@@ -68,10 +68,15 @@ async def with_same_error(store: Store, f: SearchFilters, query: str, hits: list
         why = f"same error as the query ({_about(x.fingerprint)})" + ("" if x.exact else ", other frames")
         hit = Hit(m, 1.0 + (before.score if before else 0.0), {**(before.parts if before else {}), "same_error": 1.0},
                   [why, *(before.recall_reason if before else [])],
-                  fixed_by=fix_dict(fix) if fix is not None else None)
+                  fixed_by=fix_dict(fix) if fix is not None else None, repeats=before.repeats if before else [])
         answered = fix is not None or m.role == "assistant"
         found.append(((0 if x.exact else 1, 0 if answered else 1, i), hit))
     found.sort(key=lambda t: t[0])
     first = [h for _, h in found[:MAX_SAME_ERROR]]
     ids = {h.memory.id for h in first}
-    return (first + [h for h in hits if h.memory.id not in ids])[:limit]
+    out = (first + [h for h in hits if h.memory.id not in ids])[:limit]
+    for h in out:
+        # The same error pasted twice: each paste is a result of its own here (each with what followed it),
+        # so neither is folded into the other as a repeat (gieok.retrieval.ranking.same_words_key).
+        h.repeats = [m for m in h.repeats if m.id not in ids]
+    return out

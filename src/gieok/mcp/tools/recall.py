@@ -24,5 +24,5 @@ async def recall(
     c = await caller(ctx, svc, "recall")
     f = svc.filters(c.ident.user_id, date_range=date_range, kind=kind, viewer=c.principal)
     out = await svc.search(f, query, limit=limit)
-    c.audit_reads(h.memory for h in out.hits)
+    c.audit_reads(m for h in out.hits for m in h.memories())
     return {"results": [h.to_dict(max_chars=2000) for h in out.hits], "mode": out.mode}

