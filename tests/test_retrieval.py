@@ -336,3 +336,19 @@ async def test_a_store_failure_surfaces_as_itself(plain: MemoryService, monkeypa
     monkeypatch.setattr(plain.store, "keyword_search", broken)
     with pytest.raises(StoreError, match="database is locked"):
         await plain.search(plain.filters("alice"), "deploy schedule", now=NOW)
+
+
+def test_short_and_long_forms_search_for_each_other() -> None:
+    from gieok.retrieval.abbreviations import expanded_terms
+
+    def added(q: str) -> list[list[str]]:
+        return expanded_terms(query_terms(q))
+    assert added("what should my PR include?") == [["pull", "request"]]
+    assert added("PR 올릴 때 뭐 붙여야 해?") == [["pull", "request"]]          # a Latin word in a Korean query
+    assert added("open pull requests") == [["pr"]]
+    assert added("staging DB") == [["databas"]] and added("the database config") == [["configur"], ["db"]]
+    assert added("k8s auth") == [["kubernet"], ["authent"]]
+    # What is already there is not added again (the phrase is: the two words apart are not it).
+    assert added("PR pull request") == [["pull", "request"]]
+    # Not short forms this reads: their long forms' stems are other words' (product, perform, depend).
+    assert added("prod perf deps") == []

@@ -58,3 +58,13 @@ async def test_search_over_a_month_of_work(seeded: MemoryService) -> None:
     said = top.to_dict()["repeated"]
     assert said["times"] == 1 + len(top.repeats) >= 3
     assert said["first_at"] < said["last_at"] and set(said["ids"]) == {m.id for m in top.repeats}
+
+
+async def test_short_forms_find_what_the_agents_wrote_out(seeded: MemoryService) -> None:
+    # The memory says "pull requests" and "staging database"; people type PR and DB. Before, the English PR
+    # question ranked the deploy checklist first and the Korean one found nothing.
+    for query in ("what should my PR include?", "PR 올릴 때 뭐 붙여야 해?", "open pull requests",
+                  "DB refresh schedule", "스테이징 DB 언제 초기화돼?"):
+        hits = (await seeded.search(seeded.filters("alice"), query, limit=3, now=NOW)).hits
+        expected = "pull requests" if "pull" in query or "PR" in query else "staging database"
+        assert hits and expected in hits[0].memory.content, (query, [h.memory.content[:40] for h in hits])

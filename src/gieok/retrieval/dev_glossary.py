@@ -28,6 +28,9 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "저장소": ("repository", "repo"), "레포": ("repository", "repo"), "리포": ("repository", "repo"),
     "롤백": ("rollback", "roll back", "revert"), "되돌리": ("revert", "roll back", "rollback", "undo"),
     "리뷰": ("review",), "검토": ("review",),
+    # "풀 리퀘스트", "풀리퀘", "피알": the pull request an agent opened ("PR" itself is gieok.retrieval.abbreviations').
+    "풀리퀘스트": ("pull request",), "풀리퀘": ("pull request",), "리퀘스트": ("pull request", "request"),
+    "피알": ("pull request", "pr"),
     "이슈": ("issue", "ticket"),
     "핫픽스": ("hotfix",),
     "파이프라인": ("pipeline",),

@@ -18,6 +18,7 @@ from gieok.core.text import has_content_words, prefix_terms, query_terms, verb_f
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
 from gieok.retrieval import en_ko
+from gieok.retrieval.abbreviations import expanded_terms
 from gieok.retrieval.bridge import (
     Bridged,
     bridge_query,
@@ -92,6 +93,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         # for no query at all.
         return await _newest(store, f, limit, [NO_WORDS_NOTE])
     terms = query_terms(query)
+    # "PR" also searches for "pull request", and back: the same word to the person asking (abbreviations).
+    short_long = expanded_terms(terms)
     tokens = {t for term in terms for t in term} | {w for w in query.lower().split()}
     # One-syllable verb stems ("썼어" → 쓰) match as prefixes: ranking evidence, not a literal match to show.
     prefixes = prefix_terms(query)
@@ -133,7 +136,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
 
     async def keywords() -> None:
         nonlocal kw_hits
-        kw_hits = await store.keyword_search(f, terms + prefixes, recipe.candidates, sink=sink)
+        kw_hits = await store.keyword_search(f, terms + short_long + prefixes, recipe.candidates, sink=sink)
 
     extra: list[list[str]] = []
     translated: list[list[str]] = []      # the part of `extra` that translates (bridge.Bridged.dictionary)
