@@ -352,3 +352,27 @@ def test_short_and_long_forms_search_for_each_other() -> None:
     assert added("PR pull request") == [["pull", "request"]]
     # Not short forms this reads: their long forms' stems are other words' (product, perform, depend).
     assert added("prod perf deps") == []
+
+
+def test_a_compound_splits_into_the_words_it_is_made_of() -> None:
+    from gieok.retrieval.ko_compounds import compound_parts
+    known = dict.fromkeys(["배포", "일정", "결제", "서비스", "데이터베이스", "반려", "동물", "하다", "이야", "하이킹"])
+    assert compound_parts("배포일정", known) == ["배포", "일정"]
+    assert compound_parts("결제서비스배포", known) == ["결제", "서비스", "배포"]      # split again on the right
+    assert compound_parts("데이터베이스", known) == ["데이터베이스"]                  # a word of its own: kept
+    assert compound_parts("배포일", known) == ["배포일"]                            # under four syllables
+    assert compound_parts("배포일정표", known) == ["배포일정표"]                      # 표 alone is no word here
+    # A verb's stem and ending, or a particle left on, are not a compound's words.
+    assert compound_parts("하이킹하다", known) == ["하이킹하다"]
+    assert compound_parts("반려동물이야", known) == ["반려동물이야"]
+
+
+async def test_a_korean_compound_over_english_memory(tmp_path: Path) -> None:
+    # The bridge translates a compound typed without its space by its words' senses (배포 → deploy, 일정 →
+    # schedule); before, the whole had no dictionary entry and was "translated" by a nearest word.
+    texts = ["The deploy schedule moved to Friday mornings.", "We adopted a cat named Pebble last spring.",
+             "Lunch was a spicy ramen near the office."]
+    async with e5_service(tmp_path, texts) as svc:
+        hits = (await svc.search(svc.filters("alice"), "배포일정 바뀌었어?", now=NOW)).hits
+        assert hits and hits[0].memory.content == texts[0]
+        assert hits[0].parts["bm25"] > 0          # found by its words, not by meaning alone

@@ -68,3 +68,13 @@ async def test_short_forms_find_what_the_agents_wrote_out(seeded: MemoryService)
         hits = (await seeded.search(seeded.filters("alice"), query, limit=3, now=NOW)).hits
         expected = "pull requests" if "pull" in query or "PR" in query else "staging database"
         assert hits and expected in hits[0].memory.content, (query, [h.memory.content[:40] for h in hits])
+
+
+async def test_a_compound_typed_without_its_space(seeded: MemoryService) -> None:
+    # "배포일정" for 배포 일정: the bigram 포일 is in no row, and the bridge had no dictionary entry for the whole
+    # (its nearest vocabulary word put the uv note first). Now its words are searched and translated.
+    f = seeded.filters("alice")
+    for query in ("배포일정", "결제서비스 배포", "스탠드업직후"):
+        hits = (await seeded.search(f, query, limit=3, now=NOW)).hits
+        assert hits and all("스탠드업" in h.memory.content for h in hits[:2]), (query, [h.memory.content[:30]
+                                                                                  for h in hits])

@@ -36,6 +36,7 @@ from gieok.core.models import Memory
 from gieok.core.text import STOPWORDS, function_word, stem_word
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import ko_lexicon
+from gieok.retrieval.ko_compounds import compound_parts
 from gieok.retrieval.loanwords import sounds_alike
 from gieok.retrieval.scripts import HANGUL, text_script, written_in_english
 from gieok.store.base import TermVectors
@@ -285,8 +286,18 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     if vocab is None:
         return Bridged()
     terms, matrix = vocab
-    await ko_lexicon.ready()     # once per process, off the event loop
-    vecs: Vector = await embed_words(emb, [stem for _w, stem in forms], user_id=user_id)
+    table = await ko_lexicon.ready()     # once per process, off the event loop
+    # A compound the dictionary does not know whole, written without its space ("배포일정"): its words'
+    # senses (gieok.retrieval.ko_compounds), embedded in the same call as the query's words.
+    parts: dict[int, list[str]] = {}
+    for i, (written, w) in enumerate(forms):
+        if (not (ko_lexicon.senses(written) or ko_lexicon.senses(w))
+                and len(split := compound_parts(w, table)) > 1):
+            parts[i] = split
+    extra = [p for split in parts.values() for p in split]
+    all_vecs: Vector = await embed_words(emb, [stem for _w, stem in forms] + extra, user_id=user_id)
+    vecs = all_vecs[:len(forms)]
+    part_vecs = dict(zip(extra, all_vecs[len(forms):], strict=True))
     index = _STEMS.get(terms)
     known = [list(t) for t in have]
     from_dictionary: list[list[str]] = []
@@ -296,6 +307,14 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
         # As written first: the stem can cut a word's own last syllable ("고양이" → 고양, a particle's shape).
         senses = ko_lexicon.senses(written) or ko_lexicon.senses(w)
         got: list[list[str]] | None = dictionary_terms(vecs[i], senses, index, matrix)
+        if not got and i in parts:
+            by_part = [dictionary_terms(part_vecs[p], ko_lexicon.senses(p), index, matrix) for p in parts[i]]
+            got = [t for found in by_part for t in found]
+            if got:
+                render[w] = " ".join(" ".join(terms[index[t]] for t in found[0]) for found in by_part if found)
+                from_dictionary.extend(t for t in got if t not in from_dictionary and t not in known)
+                by_word.append(got)
+                continue
         if got:
             render[w] = " ".join(terms[index[t]] for t in got[0])
             from_dictionary.extend(t for t in got if t not in from_dictionary and t not in known)

@@ -117,6 +117,7 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "요구사항": ("requirement", "requirements"),
     "마감": ("deadline",), "마감일": ("deadline",),
     "스프린트": ("sprint",),
+    "스탠드업": ("standup", "stand-up"),
     "회고": ("retrospective", "retro"),
     "문서": ("docs", "documentation"),
     "청구": ("billing", "invoice"),

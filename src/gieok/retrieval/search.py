@@ -17,7 +17,7 @@ from gieok.core.models import Hit, Memory, SearchFilters
 from gieok.core.text import has_content_words, prefix_terms, query_terms, verb_form_terms
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
-from gieok.retrieval import en_ko
+from gieok.retrieval import en_ko, ko_lexicon
 from gieok.retrieval.abbreviations import expanded_terms
 from gieok.retrieval.bridge import (
     Bridged,
@@ -28,6 +28,7 @@ from gieok.retrieval.bridge import (
 )
 from gieok.retrieval.doc_text import embedded_scripts
 from gieok.retrieval.feedback import feedback_terms
+from gieok.retrieval.ko_compounds import MIN_SYLLABLES, compound_parts
 from gieok.retrieval.ko_synonyms import merge_synonyms, synonym_terms
 from gieok.retrieval.neighbours import neighbour_cosines
 from gieok.retrieval.query_dates import date_match, query_windows, stated_date_match
@@ -93,8 +94,9 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         # for no query at all.
         return await _newest(store, f, limit, [NO_WORDS_NOTE])
     terms = query_terms(query)
-    # "PR" also searches for "pull request", and back: the same word to the person asking (abbreviations).
-    short_long = expanded_terms(terms)
+    # "PR" also searches for "pull request", and back: the same word to the person asking (abbreviations);
+    # "배포일정" also for 배포 and 일정.
+    short_long = expanded_terms(terms) + await _compound_terms(query, terms)
     tokens = {t for term in terms for t in term} | {w for w in query.lower().split()}
     # One-syllable verb stems ("썼어" → 쓰) match as prefixes: ranking evidence, not a literal match to show.
     prefixes = prefix_terms(query)
@@ -356,6 +358,20 @@ async def _or_nothing(what: str, call: Awaitable[T], nothing: T) -> T:
         record_provider_error("embedder", exc)
         log.warning("%s embedding failed: %s", what, exc)
         return nothing
+
+
+async def _compound_terms(query: str, terms: list[list[str]]) -> list[list[str]]:
+    """The words of the query's compounds typed without their space ("배포일정" → 배포, 일정), as terms of its
+    own (gieok.retrieval.ko_compounds): a row that wrote "배포 일정" has no bigram 포일 for the whole to match."""
+    stems = [s for w, s in query_word_forms(query) if len(w) >= MIN_SYLLABLES]
+    if not stems:
+        return []
+    table = await ko_lexicon.ready()      # the bridge reads it too; once per process, off the event loop
+    out: list[list[str]] = []
+    for stem in stems:
+        if len(parts := compound_parts(stem, table)) > 1:
+            out.extend(t for t in query_terms(" ".join(parts)) if t not in terms and t not in out)
+    return out
 
 
 async def _bridged(store: Store, embedder: Embedder | None, f: SearchFilters, query: str,
