@@ -321,3 +321,17 @@ async def test_pooled_sessions_keep_search_settings(pg: PostgresStore) -> None:
         got = [(await (await con.execute(f"SHOW {name}")).fetchone() or ("",))[0]
                for name in ("hnsw.iterative_scan", "hnsw.ef_search", "plan_cache_mode", "TimeZone")]
     assert got == ["relaxed_order", str(pgmod.HNSW_EF_SEARCH), "force_custom_plan", "UTC"]
+
+
+async def test_document_length_is_counted_in_words_not_bytes(pg: PostgresStore, pg_url: str) -> None:
+    # FTS5 counts a document's length in tokens. In bytes, a Hangul bigram (six bytes) is longer than most English
+    # words, so a Korean row scored below an English row of as many words with the same match (~15% in a store
+    # holding both languages: Korean rows averaged 6.2–6.5 bytes a token, English 4.8–5.8).
+    en = mem(1000, content="zebra alpha beta gamma delta")
+    ko = mem(1001, content="zebra 알파 베타 감마 델타")
+    filler = [mem(i, content=f"status update number {i} about the deploy") for i in range(60)]
+    await pg.insert_many([(m, index_text(m.content)) for m in [*filler, en, ko]])
+    sql(pg_url, "ANALYZE memory")
+    assert [len(index_text(m.content).split()) for m in (en, ko)] == [5, 5]
+    got = {m.id: s for m, s in await pg.keyword_search(SearchFilters(user_id="alice"), query_terms("zebra"), 5)}
+    assert got[en.id] == pytest.approx(got[ko.id], rel=1e-9) and got[en.id] > 0

@@ -351,6 +351,9 @@ def _at_chance(c: Candidate, p: _Parts) -> bool:
             and not p.title and not p.date and not c.substring)
 
 
+_Rel = tuple[float, float, float, float, float, float, float]     # relevance, cos, bm, jac, title, date, nb
+
+
 def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now: datetime, recipe: Recipe,
          limit: int) -> list[Hit]:
     """Score, then pick greedily with the duplication penalty (MMR): each pick is penalised by its highest
@@ -363,7 +366,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     # vector until the re-embed) has no cosine to add: scored 0 for it, a row containing every query word
     # ranked below unrelated embedded rows. Its keyword evidence stands in for the missing semantic part.
     semantic = recipe.r_cos > 0 and any(c.cos is not None for c in cands)
-    rels: list[tuple[float, float, float, float, float, float, float]] = []
+    rels: list[_Rel] = []
     alone_parts: list[float] = []
     # English words matched as words: the English rows of a query in Latin letters (bm25_share_of_best).
     words = recipe.bm25_share_of_best > 0 and text_script(query_text) == LATIN
@@ -382,9 +385,9 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         if c.alone and c.cos is not None:
             # A row with nothing beside it (a saved note, a message alone in its session) stands for its own
             # neighbour. Left at 0, a pinned "결제 서비스 배포 규칙" note came fifth for "배포 일정", under chat
-            # turns that mention deploying in passing but sit beside turns about it. It only orders: whether
-            # the row is shown at all is judged without it (`alone_parts`), as before, since the keep
-            # threshold was set with notes scored on their own.
+            # turns that mention deploying in passing but sit beside turns about it. It only orders: which
+            # rows are shown at all is judged on the scores without it (`_scores(…, alone_parts)`), as before,
+            # since the keep threshold was set with notes scored on their own.
             nb = cos
             alone = recipe.r_cos * recipe.r_neighbour * cos_part
         if nb > 0:
@@ -398,65 +401,47 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             rel -= recipe.r_question * question_share(m.content)
         rels.append((rel, cos, bm, jac, title, date, nb))
         alone_parts.append(alone)
-    # Saying when tells apart rows about the question's event; it must not make a row about something else
-    # relevant (a pinned "매주 월요일에 가격을 저장한다" shown for "when do we deploy?"): the bonus is in proportion
-    # to the row's relevance without it, next to the best row's.
-    best_base = max(r[0] for r in rels)
-    whens = [r[0] / best_base if c.states_time and best_base > 0 else 0.0 for c, r in zip(cands, rels, strict=True)]
-    best_rel = max(r[0] + recipe.r_when * w for r, w in zip(rels, whens, strict=True))
-    scored: list[tuple[float, Candidate, _Parts]] = []
-    own_scores: dict[str, float] = {}     # an alone row's score without standing for its own neighbour
-    for c, u, (base, cos, bm, jac, title, date, nb), when, alone in zip(cands, usages, rels, whens, alone_parts,
-                                                                         strict=True):
-        rel = base + recipe.r_when * when
-        m = c.memory
-        rec = recency(m, now, recipe)
-        imp = importance(m)
-        # Recency, importance and usage count in proportion to how relevant a row is next to the best one:
-        # added flat (§6 as written), a pinned or often-shown memory outranked the one the query was about
-        # (a pinned coffee preference above "we deploy billing on Tuesdays" for "when do we deploy billing?").
-        gate = rel / best_rel if best_rel > 0 else 1.0
-        priors = recipe.w_recency * rec + recipe.w_importance * imp + recipe.w_usage * u
-        s = recipe.w_relevance * rel + gate * priors
-        if alone:
-            own_scores[m.id] = recipe.w_relevance * (rel - alone) + ((rel - alone) / best_rel if best_rel > 0
-                                                                    else 1.0) * priors
-        scored.append((s, c, _Parts(rel, cos, nb, bm, jac, title, date, when, rec, imp, u, gate)))
-    scored.sort(key=lambda t: -t[0])
+    s_order, parts = _scores(cands, usages, rels, now, recipe)
+    # The same scores without the stand-ins decide which rows are shown (every row's: another row's stand-in
+    # raises the best relevance that each row's priors are scaled by).
+    s_own = _scores(cands, usages, [(r[0] - a, *r[1:]) for r, a in zip(rels, alone_parts, strict=True)], now,
+                    recipe)[0] if any(alone_parts) else s_order
+    scored = sorted(zip(s_order, cands, parts, s_own, strict=True), key=lambda t: -t[0])
 
     # Greedy MMR with the running max cosine to the picks kept per candidate: one matrix-vector product per
     # pick instead of re-stacking every picked vector for every candidate.
     scores = np.array([t[0] for t in scored])
-    dims = {c.vector.shape[0] for _s, c, _p in scored if c.vector is not None}
-    has_vec = np.array([c.vector is not None for _s, c, _p in scored])
+    own_scores = np.array([t[3] for t in scored])
+    dims = {c.vector.shape[0] for _s, c, _p, _o in scored if c.vector is not None}
+    has_vec = np.array([c.vector is not None for _s, c, _p, _o in scored])
     mat = None
     if len(dims) == 1:
         d = dims.pop()
         mat = np.zeros((len(scored), d), np.float32)
-        for i, (_s, c, _p) in enumerate(scored):
+        for i, (_s, c, _p, _o) in enumerate(scored):
             if c.vector is not None:
                 mat[i] = c.vector
     max_dup = np.zeros(len(scored))
     left = np.ones(len(scored), bool)
-    at_chance = np.array([_at_chance(c, p) for _s, c, p in scored])
+    at_chance = np.array([_at_chance(c, p) for _s, c, p, _o in scored])
     if not at_chance.all():
         left &= ~at_chance
     picked: list[Hit] = []
     by_words: dict[tuple[str, str, str, str, str], Hit] = {}
     taken = np.zeros(len(scored), bool)
     while left.any() and len(picked) < limit:
-        adj = np.where(left, scores - recipe.w_duplication * max_dup, -np.inf)
-        i = int(np.argmax(adj))
-        best_s = float(adj[i])
-        if best_s < recipe.keep_threshold:
+        # The best by the ordering score among the rows whose own score passes the keep threshold (the same
+        # rows, with no stand-in in the pool, as the ordering score alone would pass).
+        passes = left & (own_scores - recipe.w_duplication * max_dup >= recipe.keep_threshold)
+        if not passes.any():
             # Nothing left passes the keep threshold: return less rather than noise.
             break
+        adj = np.where(passes, scores - recipe.w_duplication * max_dup, -np.inf)
+        i = int(np.argmax(adj))
+        best_s = float(adj[i])
         left[i] = False
-        _s, c, p = scored[i]
-        if (own := own_scores.get(c.memory.id)) is not None and own - recipe.w_duplication * max_dup[i] < \
-                recipe.keep_threshold:
-            continue        # shown only for standing in for its neighbour: not relevant enough on its own
         taken[i] = True
+        _s, c, p, _o = scored[i]
         key = same_words_key(c.memory)
         if (first := by_words.get(key)) is not None:
             # The same words again (a rule restated every session, a stock reply): embedded beside different
@@ -470,12 +455,39 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         if mat is not None and has_vec[i]:
             max_dup = np.maximum(max_dup, np.where(has_vec, np.clip(mat @ mat[i], 0.0, None), 0.0))
     # Copies the picking did not reach (past the limit or under the threshold) still say how often it was said.
-    for (_s, c, _p), done in zip(scored, taken, strict=True):
+    for (_s, c, _p, _o), done in zip(scored, taken, strict=True):
         if not done and (first := by_words.get(same_words_key(c.memory))) is not None:
             first.repeats.append(c.memory)
     for hit in picked:
         hit.repeats.sort(key=lambda m: (m.created_at is None, m.created_at or now))
     return picked
+
+
+def _scores(cands: list[Candidate], usages: list[float], rels: list[_Rel], now: datetime,
+            recipe: Recipe) -> tuple[list[float], list[_Parts]]:
+    """Each candidate's score and parts from its relevance parts (`rels`): the "when" bonus and the priors are
+    scaled by the best relevance in the pool."""
+    # Saying when tells apart rows about the question's event; it must not make a row about something else
+    # relevant (a pinned "매주 월요일에 가격을 저장한다" shown for "when do we deploy?"): the bonus is in proportion
+    # to the row's relevance without it, next to the best row's.
+    best_base = max(r[0] for r in rels)
+    whens = [r[0] / best_base if c.states_time and best_base > 0 else 0.0 for c, r in zip(cands, rels, strict=True)]
+    best_rel = max(r[0] + recipe.r_when * w for r, w in zip(rels, whens, strict=True))
+    scores: list[float] = []
+    parts: list[_Parts] = []
+    for c, u, (base, cos, bm, jac, title, date, nb), when in zip(cands, usages, rels, whens, strict=True):
+        rel = base + recipe.r_when * when
+        m = c.memory
+        rec = recency(m, now, recipe)
+        imp = importance(m)
+        # Recency, importance and usage count in proportion to how relevant a row is next to the best one:
+        # added flat (§6 as written), a pinned or often-shown memory outranked the one the query was about
+        # (a pinned coffee preference above "we deploy billing on Tuesdays" for "when do we deploy billing?").
+        gate = rel / best_rel if best_rel > 0 else 1.0
+        scores.append(recipe.w_relevance * rel + gate * (recipe.w_recency * rec + recipe.w_importance * imp
+                                                         + recipe.w_usage * u))
+        parts.append(_Parts(rel, cos, nb, bm, jac, title, date, when, rec, imp, u, gate))
+    return scores, parts
 
 
 def same_words_key(m: Memory) -> tuple[str, str, str, str, str]:

@@ -21,6 +21,7 @@ from psycopg import AsyncConnection
 
 from gieok.store.browse import BROWSE_INDEXES
 from gieok.store.context_sql import CONTEXT_CHARS, rebuild_contexts_sql
+from gieok.store.postgres.text import DOC_TOKENS
 
 ROLE_CHECK = "role IN ('user','assistant','system','tool')"
 KIND_CHECK = "kind IN ('working','episodic','semantic','procedural')"
@@ -366,6 +367,13 @@ async def m014_session_order(db: AsyncConnection[Any]) -> None:
     await db.execute(f"CREATE INDEX memory_session ON memory {SESSION_ORDER}")
 
 
+async def m015_document_tokens(db: AsyncConnection[Any]) -> None:
+    # BM25's document length in tokens, as FTS5 counts it (gieok.store.postgres.text.DOC_TOKENS), instead of
+    # bytes: a Hangul bigram is six bytes and most English words fewer, so a Korean row scored below an English
+    # one of as many words. Stored, since counting at query time reads every matching row's text.
+    await db.execute(f"ALTER TABLE memory ADD COLUMN doc_tokens integer GENERATED ALWAYS AS ({DOC_TOKENS}) STORED")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -383,6 +391,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (12, "term_vectors", m012_term_vectors),
     (13, "context_two_before", m013_context_two_before),
     (14, "session_order", m014_session_order),
+    (15, "document_tokens", m015_document_tokens),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

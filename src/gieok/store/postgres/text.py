@@ -5,7 +5,7 @@ The score is the formula SQLite's FTS5 uses, so hybrid ranking weighs keyword hi
 Each query term is a phrase of adjacent tokens; `phraseto_tsquery` parses it with the same parser that
 indexed the prepared text, so both sides split alike, and terms are OR-ed. `ts_rank_cd` with no
 normalisation counts a phrase's occurrences (tf), those in the neighbour context (tsvector label D) at
-CONTEXT_WEIGHT as FTS5's column weight does; the document length is the prepared texts'; idf comes from the
+CONTEXT_WEIGHT as FTS5's column weight does; the document length is the prepared texts' in tokens; idf comes from the
 planner's statistics (`read_fts_stats`).
 """
 
@@ -29,6 +29,10 @@ from gieok.store.context_sql import (
 )
 
 BM25_K1, BM25_B = 1.2, 0.75     # FTS5's defaults
+# A row's full-text length as FTS5 counts it: the tokens of its prepared text and neighbour context (space-separated
+# already; a context with a missing neighbour holds two spaces in a row).
+DOC_TOKENS = ("coalesce(array_length(regexp_split_to_array(nullif(btrim(search_text || ' ' || context_text), ''), "
+              "'\\s+'), 1), 0)")
 FTS_STATS_TTL_S = 300.0
 FTS_NO_STATS_TTL_S = 10.0   # an empty table's numbers: read again soon, once rows arrive
 
@@ -92,7 +96,7 @@ def bm25_sql(terms: list[list[str]], where: str, select: str, *, newest: bool = 
     score = " + ".join(f"%s::float8 * t.tf{i} * {BM25_K1 + 1} / (t.tf{i} + {BM25_K1} * t.norm)"
                        for i in range(len(terms)))
     def doc(a: str) -> str:
-        return f"{a}.id, {a}.search_tsv AS tsv, octet_length({a}.search_text) + octet_length({a}.context_text) AS dl"
+        return f"{a}.id, {a}.search_tsv AS tsv, {a}.doc_tokens AS dl"
     if newest:
         # The newest matches are chosen by their row addresses alone, and only those rows' documents read: sorting
         # every match with its document cost a common word's search at 100,000 memories a third of its time.
@@ -135,12 +139,10 @@ async def _read_fts_stats(con: AsyncConnection[Any]) -> FtsStats:
         "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE c.oid = 'memory'::regclass")).fetchone()
     n_rows, elems, freqs = row if row else (0, None, None)
-    # Mean document length from a sample of ~5,000 rows. octet_length reads the raw size from the TOAST
-    # header without fetching the text; pg_stats.avg_width would give the stored (toasted, pointer-sized)
-    # width instead.
+    # Mean document length (in tokens, `DOC_TOKENS`, stored with each row) from a sample of ~5,000 rows.
     pct = 100.0 if (n_rows or 0) <= 5_000 else max(0.05, 100.0 * 5_000 / float(n_rows))
     sample = await (await con.execute(
-        "SELECT avg(octet_length(search_text) + octet_length(context_text)) "
+        "SELECT avg(doc_tokens) "
         f"FROM memory TABLESAMPLE SYSTEM ({pct:.4f})")).fetchone()
     avg_width = sample[0] if sample and sample[0] is not None else 0
     return FtsStats.build(now, float(n_rows or 0), float(avg_width or 0), elems or [], freqs or [])

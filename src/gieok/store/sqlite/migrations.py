@@ -339,6 +339,12 @@ def m014_session_order(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memory_session ON memory (user_id, session_id, created_at, id)")
 
 
+def m015_document_tokens(db: sqlite3.Connection) -> None:
+    # PostgreSQL's 015 stores each row's full-text length in tokens, which FTS5 counts for itself: nothing to do
+    # here but keep the two backends' numbered steps the same.
+    del db
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -354,4 +360,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (12, "term_vectors", m012_term_vectors),
     (13, "context_two_before", m013_context_two_before),
     (14, "session_order", m014_session_order),
+    (15, "document_tokens", m015_document_tokens),
 ]
