@@ -101,3 +101,19 @@ async def test_ndjson_round_trip_loses_nothing(svc: MemoryService, settings: Set
     md, _ = await export_text(svc.store, "alice", "markdown")
     csv, _ = await export_text(svc.store, "alice", "csv")
     assert "메모 0 note" in md and csv.count("\n") == 6
+
+
+async def test_a_line_said_again_is_in_the_context_once(svc: MemoryService) -> None:
+    # The same rule said to this agent two days ago (the recent section shows it) and to another agent
+    # yesterday (the search's pick, the newer copy): shown once, not again under "Relevant to".
+    rule = "코드 리뷰는 한국어로 해 주세요. 변수 이름은 영어로."
+    for at, agent in ((NOW - timedelta(days=2), "claude-code"), (NOW - timedelta(days=1), "codex")):
+        await svc.ingest(MessageIn(content=rule, user_id="alice", agent_platform=agent, session_id=agent,
+                                   created_at=at))
+    await svc.ingest(MessageIn(content="Deploy notes for billing", user_id="alice", agent_platform="codex",
+                               created_at=NOW - timedelta(days=25)))
+    ident = Identity(user_id="alice", agent_platform="claude-code")
+    block = await load_context(svc, ident, query="코드 리뷰 언어", token_budget=4000, now=NOW)
+    assert block.text.count("코드 리뷰는 한국어로") == 1, block.text
+    assert [i["content"] for i in block.sections["recent"]] == [rule]
+    assert rule not in [i["content"] for i in block.sections.get("relevant", [])]

@@ -176,10 +176,11 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
         cost += c
     await add_memories("recent", f"Recent (last {s.short_term_days:g} days)", list(reversed(kept)))
 
-    # 4. relevant to the query
-    if hits:
+    # 4. relevant to the query; a result whose words are already above (the same line said again, one copy
+    # recent, another the search's pick) is not shown twice
+    if fresh := [h for h in hits if not any(m.id in seen for m in h.memories())]:
         await add_memories("relevant", f"Relevant to: {' '.join((query or '').split())[:80]}",
-                           [h.memory for h in hits], hits)
+                           [h.memory for h in fresh], fresh)
 
     # 5. due reviews
     due = await svc.due_reviews(ident.user_id, now)
