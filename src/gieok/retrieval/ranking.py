@@ -454,9 +454,12 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         by_words[key] = hit
         if mat is not None and has_vec[i]:
             max_dup = np.maximum(max_dup, np.where(has_vec, np.clip(mat @ mat[i], 0.0, None), 0.0))
-    # Copies the picking did not reach (past the limit or under the threshold) still say how often it was said.
+    # Copies the picking did not reach (past the limit or under the threshold) still say how often it was said:
+    # those written exactly alike (a key for each of ~200 candidates cost a third of the ranking's time).
+    written = {m.content for h in picked for m in h.memories()}
     for (_s, c, _p, _o), done in zip(scored, taken, strict=True):
-        if not done and (first := by_words.get(same_words_key(c.memory))) is not None:
+        if (not done and c.memory.content in written
+                and (first := by_words.get(same_words_key(c.memory))) is not None):
             first.repeats.append(c.memory)
     for hit in picked:
         hit.repeats.sort(key=lambda m: (m.created_at is None, m.created_at or now))

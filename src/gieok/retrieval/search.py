@@ -94,9 +94,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         # for no query at all.
         return await _newest(store, f, limit, [NO_WORDS_NOTE])
     terms = query_terms(query)
-    # "PR" also searches for "pull request", and back: the same word to the person asking (abbreviations);
-    # "배포일정" also for 배포 and 일정.
-    short_long = expanded_terms(terms) + await _compound_terms(query, terms)
+    # "PR" also searches for "pull request", and back: the same word to the person asking (abbreviations).
+    short_long = expanded_terms(terms)
     tokens = {t for term in terms for t in term} | {w for w in query.lower().split()}
     # One-syllable verb stems ("썼어" → 쓰) match as prefixes: ranking evidence, not a literal match to show.
     prefixes = prefix_terms(query)
@@ -138,7 +137,10 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
 
     async def keywords() -> None:
         nonlocal kw_hits
-        kw_hits = await store.keyword_search(f, terms + short_long + prefixes, recipe.candidates, sink=sink)
+        # "배포일정" also searches for 배포 and 일정 (the dictionary's first read, if it is one, off the other arms).
+        compounds = await _compound_terms(query, terms)
+        kw_hits = await store.keyword_search(f, terms + short_long + compounds + prefixes, recipe.candidates,
+                                             sink=sink)
 
     extra: list[list[str]] = []
     translated: list[list[str]] = []      # the part of `extra` that translates (bridge.Bridged.dictionary)
