@@ -365,6 +365,11 @@ def test_a_compound_splits_into_the_words_it_is_made_of() -> None:
     # A verb's stem and ending, or a particle left on, are not a compound's words.
     assert compound_parts("하이킹하다", known) == ["하이킹하다"]
     assert compound_parts("반려동물이야", known) == ["반려동물이야"]
+    # The stem rule cuts a final 의 as the genitive: a compound ending in 회의 is split as written; a word's
+    # genitive is not (자의 is a dictionary word, "voluntariness", but 개발자의 is the developer's).
+    known |= dict.fromkeys(["오전", "회의", "개발", "자의"])
+    assert compound_parts("오전회", known, "오전회의") == ["오전", "회의"]
+    assert compound_parts("개발자", known, "개발자의") == ["개발자"]
 
 
 async def test_a_korean_compound_over_english_memory(tmp_path: Path) -> None:

@@ -292,7 +292,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     parts: dict[int, list[str]] = {}
     for i, (written, w) in enumerate(forms):
         if (not (ko_lexicon.senses(written) or ko_lexicon.senses(w))
-                and len(split := compound_parts(w, table)) > 1):
+                and len(split := compound_parts(w, table, written)) > 1):
             parts[i] = split
     extra = [p for split in parts.values() for p in split]
     all_vecs: Vector = await embed_words(emb, [stem for _w, stem in forms] + extra, user_id=user_id)

@@ -22,16 +22,27 @@ from gieok.core.text import function_word
 MIN_SYLLABLES = 4
 MIN_PART = 2
 # A verb's stem and ending are not a compound's words ("하이킹하다가" → 하이킹 하다, "산책하다가" → 산책하 다가).
+# Nouns in 의 that end compounds people type without a space (오전회의, 주간회의, 기술논의, 고객문의).
+_UI_NOUNS = frozenset({"회의", "논의", "합의", "협의", "토의", "건의", "동의", "강의", "문의", "정의"})
 _VERB_PARTS = frozenset({"하다", "하고", "하기", "하는", "하면", "다가", "기로", "기가", "이다", "이야", "이랑", "이어",
                          "이었"})
 
 
-def compound_parts(stem: str, known: Mapping[str, object]) -> list[str]:
-    """The parts of a query word without its particle or ending (never of the word as written: its particle
-    is a dictionary word too, "계획이야" → 계획, 이야), none of them a particle or ending itself; `[stem]`
-    when it is no such compound."""
-    parts = split_compound(stem, known)
-    return parts if len(parts) > 1 and not any(function_word(p) or p in _VERB_PARTS for p in parts) else [stem]
+def compound_parts(stem: str, known: Mapping[str, object], written: str = "") -> list[str]:
+    """The parts of a query word without its particle or ending, none of them a particle or ending itself;
+    `[stem]` when it is no such compound. Never of the word as written (its particle is a dictionary word too:
+    "계획이야" → 계획, 이야), except where the stem rule took the last syllable of a compound ending in one of the
+    nouns in 의 (`_UI_NOUNS`) for the genitive: "오전회의" → 오전회 is 오전 회의. Only those: "개발자의" is the
+    developer's, not 개발 + 자의 ("voluntariness"), although the dictionary knows 자의 and not 개발자."""
+    parts = _checked(split_compound(stem, known))
+    if len(parts) == 1 and written == f"{stem}의" and stem not in known:
+        whole = _checked(split_compound(written, known))
+        parts = whole if len(whole) > 1 and whole[-1] in _UI_NOUNS else parts
+    return parts if len(parts) > 1 else [stem]
+
+
+def _checked(parts: list[str]) -> list[str]:
+    return parts if not any(function_word(p) or p in _VERB_PARTS for p in parts) else parts[:0]
 
 
 def split_compound(stem: str, known: Mapping[str, object]) -> list[str]:

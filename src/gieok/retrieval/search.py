@@ -365,13 +365,13 @@ async def _or_nothing(what: str, call: Awaitable[T], nothing: T) -> T:
 async def _compound_terms(query: str, terms: list[list[str]]) -> list[list[str]]:
     """The words of the query's compounds typed without their space ("배포일정" → 배포, 일정), as terms of its
     own (gieok.retrieval.ko_compounds): a row that wrote "배포 일정" has no bigram 포일 for the whole to match."""
-    stems = [s for w, s in query_word_forms(query) if len(w) >= MIN_SYLLABLES]
-    if not stems:
+    forms = [(w, s) for w, s in query_word_forms(query) if len(w) >= MIN_SYLLABLES]
+    if not forms:
         return []
     table = await ko_lexicon.ready()      # the bridge reads it too; once per process, off the event loop
     out: list[list[str]] = []
-    for stem in stems:
-        if len(parts := compound_parts(stem, table)) > 1:
+    for written, stem in forms:
+        if len(parts := compound_parts(stem, table, written)) > 1:
             out.extend(t for t in query_terms(" ".join(parts)) if t not in terms and t not in out)
     return out
 
