@@ -307,16 +307,13 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
         # As written first: the stem can cut a word's own last syllable ("고양이" → 고양, a particle's shape).
         senses = ko_lexicon.senses(written) or ko_lexicon.senses(w)
         got: list[list[str]] | None = dictionary_terms(vecs[i], senses, index, matrix)
+        firsts = got[:1] if got else []   # each word's best sense renders it; a compound's, each of its words'
         if not got and i in parts:
             by_part = [dictionary_terms(part_vecs[p], ko_lexicon.senses(p), index, matrix) for p in parts[i]]
             got = [t for found in by_part for t in found]
-            if got:
-                render[w] = " ".join(" ".join(terms[index[t]] for t in found[0]) for found in by_part if found)
-                from_dictionary.extend(t for t in got if t not in from_dictionary and t not in known)
-                by_word.append(got)
-                continue
+            firsts = [found[0] for found in by_part if found]
         if got:
-            render[w] = " ".join(terms[index[t]] for t in got[0])
+            render[w] = " ".join(terms[index[t]] for first in firsts for t in first)
             from_dictionary.extend(t for t in got if t not in from_dictionary and t not in known)
         elif not senses or not (ko_lexicon.senses(written, by_first_syllables=False)
                                 or ko_lexicon.senses(w, by_first_syllables=False)):

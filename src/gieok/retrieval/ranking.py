@@ -386,8 +386,8 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             # A row with nothing beside it (a saved note, a message alone in its session) stands for its own
             # neighbour. Left at 0, a pinned "결제 서비스 배포 규칙" note came fifth for "배포 일정", under chat
             # turns that mention deploying in passing but sit beside turns about it. It only orders: which
-            # rows are shown at all is judged on the scores without it (`_scores(…, alone_parts)`), as before,
-            # since the keep threshold was set with notes scored on their own.
+            # rows are shown at all is judged on the pool's scores without any stand-in (`alone_parts`
+            # taken off), as before, since the keep threshold was set with notes scored on their own.
             nb = cos
             alone = recipe.r_cos * recipe.r_neighbour * cos_part
         if nb > 0:
@@ -401,10 +401,11 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             rel -= recipe.r_question * question_share(m.content)
         rels.append((rel, cos, bm, jac, title, date, nb))
         alone_parts.append(alone)
-    s_order, parts = _scores(cands, usages, rels, now, recipe)
+    priors = [(recency(c.memory, now, recipe), importance(c.memory), u) for c, u in zip(cands, usages, strict=True)]
+    s_order, parts = _scores(cands, priors, rels, recipe)
     # The same scores without the stand-ins decide which rows are shown (every row's: another row's stand-in
     # raises the best relevance that each row's priors are scaled by).
-    s_own = _scores(cands, usages, [(r[0] - a, *r[1:]) for r, a in zip(rels, alone_parts, strict=True)], now,
+    s_own = _scores(cands, priors, [(r[0] - a, *r[1:]) for r, a in zip(rels, alone_parts, strict=True)],
                     recipe)[0] if any(alone_parts) else s_order
     scored = sorted(zip(s_order, cands, parts, s_own, strict=True), key=lambda t: -t[0])
 
@@ -466,10 +467,10 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     return picked
 
 
-def _scores(cands: list[Candidate], usages: list[float], rels: list[_Rel], now: datetime,
+def _scores(cands: list[Candidate], priors: list[tuple[float, float, float]], rels: list[_Rel],
             recipe: Recipe) -> tuple[list[float], list[_Parts]]:
-    """Each candidate's score and parts from its relevance parts (`rels`): the "when" bonus and the priors are
-    scaled by the best relevance in the pool."""
+    """Each candidate's score and parts from its relevance parts (`rels`) and its recency, importance and usage
+    (`priors`): the "when" bonus and the priors are scaled by the best relevance in the pool."""
     # Saying when tells apart rows about the question's event; it must not make a row about something else
     # relevant (a pinned "매주 월요일에 가격을 저장한다" shown for "when do we deploy?"): the bonus is in proportion
     # to the row's relevance without it, next to the best row's.
@@ -478,11 +479,8 @@ def _scores(cands: list[Candidate], usages: list[float], rels: list[_Rel], now: 
     best_rel = max(r[0] + recipe.r_when * w for r, w in zip(rels, whens, strict=True))
     scores: list[float] = []
     parts: list[_Parts] = []
-    for c, u, (base, cos, bm, jac, title, date, nb), when in zip(cands, usages, rels, whens, strict=True):
+    for (rec, imp, u), (base, cos, bm, jac, title, date, nb), when in zip(priors, rels, whens, strict=True):
         rel = base + recipe.r_when * when
-        m = c.memory
-        rec = recency(m, now, recipe)
-        imp = importance(m)
         # Recency, importance and usage count in proportion to how relevant a row is next to the best one:
         # added flat (§6 as written), a pinned or often-shown memory outranked the one the query was about
         # (a pinned coffee preference above "we deploy billing on Tuesdays" for "when do we deploy billing?").

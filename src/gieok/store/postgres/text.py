@@ -144,8 +144,8 @@ async def _read_fts_stats(con: AsyncConnection[Any]) -> FtsStats:
     sample = await (await con.execute(
         "SELECT avg(doc_tokens) "
         f"FROM memory TABLESAMPLE SYSTEM ({pct:.4f})")).fetchone()
-    avg_width = sample[0] if sample and sample[0] is not None else 0
-    return FtsStats.build(now, float(n_rows or 0), float(avg_width or 0), elems or [], freqs or [])
+    avg_len = sample[0] if sample and sample[0] is not None else 0
+    return FtsStats.build(now, float(n_rows or 0), float(avg_len or 0), elems or [], freqs or [])
 
 
 async def neighbour_ids(con: AsyncConnection[Any], ids: list[str]) -> set[str]:
