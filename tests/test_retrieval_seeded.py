@@ -51,8 +51,15 @@ async def test_search_over_a_month_of_work(seeded: MemoryService) -> None:
         hits = (await seeded.search(f, query, limit=6, now=NOW)).hits
         assert hits[0].memory.title == RULE_TITLE, (query, [h.memory.content[:30] for h in hits])
         assert hits[0].parts["neighbour_cosine"] == hits[0].parts["cosine"]
-        # The chat line that says the schedule is right behind it.
-        assert "매주 화요일" in hits[1].memory.content, query
+        # The chat line that says the schedule follows it. Not always right behind it: the note was written from
+        # that line, so the diversity penalty can put a row about something else between the two (the billing
+        # deploy checklist, since English rows stopped losing to Korean ones for being English).
+        assert any("매주 화요일" in h.memory.content for h in hits[1:3]), query
+    # A Korean question about what an English-speaking agent wrote: the answer above the Korean chat about
+    # something else (it came third, under a retrospective and a README to-do, while the model's Korean band
+    # set every Korean row above every English one).
+    hits = (await seeded.search(f, "불안정한 테스트 원인이 뭐였어?", limit=5, now=NOW)).hits
+    assert hits[0].memory.content.startswith("The flaky test in payments"), [h.memory.content[:30] for h in hits]
     hits = (await seeded.search(f, "코드 리뷰는 한국어로", limit=5, now=NOW)).hits
     top = hits[0]
     assert top.memory.content.startswith("코드 리뷰는 한국어로")
@@ -77,5 +84,7 @@ async def test_a_compound_typed_without_its_space(seeded: MemoryService) -> None
     f = seeded.filters("alice")
     for query in ("배포일정", "결제서비스 배포", "스탠드업직후"):
         hits = (await seeded.search(f, query, limit=3, now=NOW)).hits
-        assert hits and all("스탠드업" in h.memory.content for h in hits[:2]), (query, [h.memory.content[:30]
-                                                                                  for h in hits])
+        # (Two of the three: the deploy checklist can come between the note and the chat line it was written
+        # from, as for "배포 일정".)
+        assert hits and "스탠드업" in hits[0].memory.content, (query, [h.memory.content[:30] for h in hits])
+        assert sum("스탠드업" in h.memory.content for h in hits) >= 2, (query, [h.memory.content[:30] for h in hits])

@@ -132,7 +132,7 @@ def in_windows(created: datetime | None, windows: list[Window]) -> bool:
 # week does: the date bonus is the recipe's `r_date` for a day and this share of it for a longer window.
 # Measured on dev (recall@10, English / Korean questions over English memory): one bonus of 0.10 for every
 # window 0.822 / 0.657; 0.30 for every window 0.822 / 0.665 (days gained, months lost: a month holds many
-# sessions that are not about the question); 0.30 for a day, 0.10 for longer windows: see the README.
+# sessions that are not about the question); 0.30 for a day, 0.10 for longer windows: see docs/measurements.md.
 LONG_WINDOW_SHARE = 1 / 3
 _DAY_WINDOW = timedelta(days=4)
 

@@ -24,7 +24,7 @@ TYPE_BOOST = {"semantic": 0.10, "working": -0.05}
 @dataclass(frozen=True, slots=True)
 class Recipe:
     """Weights of the §6 formulas. Defaults differ from memento's table where the dev benchmark measured a
-    loss (see README, retrieval): recency 0.20 → 0.02 (a 30-day half-life outweighed relevance and buried
+    loss (docs/measurements.md): recency 0.20 → 0.02 (a 30-day half-life outweighed relevance and buried
     months-old evidence: LoCoMo R@10 0.31 → 0.68), BM25 0.30 → 0.40, keep threshold 0.35 → 0.05 (0.35 dropped
     a third of the evidence; the keyword fallback already handles "nothing relevant"). Added to §6: a bonus
     for rows created on a date the query names (`r_date`)."""
@@ -222,6 +222,10 @@ class Candidate:
     states_time: bool = False      # the query asks when and the row says when (time_words; r_when)
     feedback: float = 0.0          # BM25 of the words the best candidates share (retrieval.feedback; r_feedback)
     chance_cos: float = 0.0        # its pair's cosine of chance (model_chance_cosines); 0: not judged
+    # How far `cos` and `neighbour_cos` move with the language set aside (retrieval.language_direction): they
+    # order rows only, as a stand-in does (`rank`).
+    language_shift: float = 0.0
+    neighbour_shift: float = 0.0
 
 
 def _cos_part(cos: float, recipe: Recipe) -> float:
@@ -367,6 +371,8 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     # ranked below unrelated embedded rows. Its keyword evidence stands in for the missing semantic part.
     semantic = recipe.r_cos > 0 and any(c.cos is not None for c in cands)
     rels: list[_Rel] = []
+    # The part of each row's relevance that only orders: its stand-in for a neighbour (`alone`) and the shift of
+    # its cosines with the language set aside.
     alone_parts: list[float] = []
     # English words matched as words: the English rows of a query in Latin letters (bm25_share_of_best).
     words = recipe.bm25_share_of_best > 0 and text_script(query_text) == LATIN
@@ -375,27 +381,33 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     for c, sm in zip(cands, same, strict=True):
         m = c.memory
         cos = c.cos if c.cos is not None else 0.0
-        cos_part = _cos_part(cos, recipe)
         bm = keyword_evidence(c, recipe)
         bm_part = _bm_part(bm, recipe, best_bm if sm else 0.0)
-        if semantic and c.cos is None:
-            cos_part = bm_part
         nb = c.neighbour_cos if c.neighbour_cos is not None else 0.0
-        alone = 0.0
-        if c.alone and c.cos is not None:
+        if semantic and c.cos is None:
+            cos_part = aside_part = bm_part
+        else:
+            cos_part = _cos_part(cos, recipe)
+            aside_part = _cos_part(cos + c.language_shift, recipe)
+        if nb > 0:
+            cos_part += recipe.r_neighbour * _cos_part(nb, recipe)
+            aside_part += recipe.r_neighbour * _cos_part(nb + c.neighbour_shift, recipe)
+        elif c.alone and c.cos is not None:
             # A row with nothing beside it (a saved note, a message alone in its session) stands for its own
             # neighbour. Left at 0, a pinned "결제 서비스 배포 규칙" note came fifth for "배포 일정", under chat
             # turns that mention deploying in passing but sit beside turns about it. It only orders: which
             # rows are shown at all is judged on the pool's scores without any stand-in (`alone_parts`
             # taken off), as before, since the keep threshold was set with notes scored on their own.
             nb = cos
-            alone = recipe.r_cos * recipe.r_neighbour * cos_part
-        if nb > 0:
-            cos_part += recipe.r_neighbour * _cos_part(nb, recipe)
+            aside_part *= 1 + recipe.r_neighbour
+        # As the stand-in, the language set aside only orders: the keep threshold and the level of chance were
+        # measured on the model's own cosines (an unrelated Korean note raised past them for an English query
+        # was shown: "When is the team meeting?" listed "할머니가 지난주에…").
+        alone = recipe.r_cos * (aside_part - cos_part)
         jac = tag_jaccard(query_tokens, m)
         title = 1.0 if m.title and names_title(q_lower, m.title.lower().strip()) else 0.0
         date = c.date_match
-        rel = (recipe.r_cos * cos_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
+        rel = (recipe.r_cos * aside_part + recipe.r_bm25 * bm_part + recipe.r_tags * jac + recipe.r_title * title
                + recipe.r_date * date)
         if recipe.r_question > 0:
             rel -= recipe.r_question * question_share(m.content)
