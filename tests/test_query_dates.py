@@ -10,7 +10,8 @@ import pytest
 
 from gieok.core.models import Memory
 from gieok.retrieval.query_dates import LONG_WINDOW_SHARE, date_match, in_windows, query_windows, stated_date_match
-from gieok.retrieval.ranking import RECIPES, Candidate, rank
+from gieok.retrieval.ranking import Candidate, rank
+from gieok.retrieval.recipes import RECIPES
 from tests.conftest import e5_service
 
 NOW = datetime(2023, 11, 1, 12, 0, tzinfo=UTC)

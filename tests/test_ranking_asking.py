@@ -9,7 +9,8 @@ import pytest
 
 from gieok.core.models import Memory
 from gieok.retrieval.asking import question_share
-from gieok.retrieval.ranking import RECIPES, Candidate, Recipe, rank, with_overrides
+from gieok.retrieval.ranking import Candidate, rank
+from gieok.retrieval.recipes import RECIPES, Recipe, with_overrides
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 AT = datetime(2025, 5, 1, tzinfo=UTC)

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from gieok.core.models import Memory
-from gieok.retrieval.ranking import RECIPES, Candidate, Recipe, rank, with_overrides
+from gieok.retrieval.ranking import Candidate, rank
+from gieok.retrieval.recipes import RECIPES, Recipe, with_overrides
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 AT = datetime(2025, 5, 1, tzinfo=UTC)

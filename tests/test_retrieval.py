@@ -17,7 +17,9 @@ from gieok.core.settings import Settings
 from gieok.core.text import query_terms
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
-from gieok.retrieval.ranking import RECIPES, Candidate, model_cos_floor, model_fallback_threshold, rank
+from gieok.retrieval.model_cosines import model_cos_floor, model_fallback_threshold
+from gieok.retrieval.ranking import Candidate, rank
+from gieok.retrieval.recipes import RECIPES
 from gieok.store.base import ColdResult
 from tests.conftest import e5_service, plain_service
 

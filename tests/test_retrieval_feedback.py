@@ -11,7 +11,8 @@ import pytest
 
 from gieok.core.models import Memory
 from gieok.retrieval.feedback import feedback_terms
-from gieok.retrieval.ranking import RECIPES, Candidate, rank
+from gieok.retrieval.ranking import Candidate, rank
+from gieok.retrieval.recipes import RECIPES
 from tests.conftest import e5_service
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

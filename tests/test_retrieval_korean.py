@@ -13,7 +13,9 @@ import pytest
 from gieok.core.models import Memory
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
-from gieok.retrieval.ranking import RECIPES, Candidate, model_pair_thresholds, rank
+from gieok.retrieval.model_cosines import model_pair_thresholds
+from gieok.retrieval.ranking import Candidate, rank
+from gieok.retrieval.recipes import RECIPES
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script
 from tests.conftest import e5_service, plain_service
 

@@ -11,7 +11,8 @@ import pytest
 
 from gieok.core.models import Memory
 from gieok.memory.service import MemoryService
-from gieok.retrieval.ranking import RECIPES, Candidate, rank
+from gieok.retrieval.ranking import Candidate, rank
+from gieok.retrieval.recipes import RECIPES
 from gieok.retrieval.time_words import asks_when, states_time
 from tests.conftest import e5_service
 

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from gieok.core.models import Memory
-from gieok.retrieval.ranking import RECIPES, Candidate, rank
+from gieok.retrieval.ranking import Candidate, rank
+from gieok.retrieval.recipes import RECIPES
 from gieok.retrieval.title_match import names_title
 
 

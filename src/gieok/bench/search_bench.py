@@ -33,7 +33,7 @@ import numpy.typing as npt
 from gieok.bench.scale import _fresh, embedded_postgres
 from gieok.core.models import SearchFilters
 from gieok.memory.ingest import MessageIn, prepare
-from gieok.retrieval.ranking import get_recipe
+from gieok.retrieval.recipes import get_recipe
 from gieok.retrieval.search import search
 from gieok.store.base import ColdResult
 

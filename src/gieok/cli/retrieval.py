@@ -55,7 +55,7 @@ def bench_locomo(
     from gieok.bench.locomo import BACKENDS, format_report, load_conversation, run_locomo
     from gieok.bench.locomo_compare import format_compare, pair_files, run_compare
     from gieok.core.settings import load_settings
-    from gieok.retrieval.ranking import get_recipe
+    from gieok.retrieval.recipes import get_recipe
 
     load_settings()  # sets OMP_NUM_THREADS=1 before the model loads
     get_recipe(recipe)  # an unknown recipe fails before minutes of ingesting

@@ -50,7 +50,8 @@ from gieok.librarian.tagger import same_tag
 from gieok.memory.forgetting import forget_row
 from gieok.memory.ports import RowProcessor
 from gieok.providers.embed.base import Embedder
-from gieok.retrieval.ranking import Recipe, importance, raw_usage, recency
+from gieok.retrieval.ranking import importance, raw_usage, recency
+from gieok.retrieval.recipes import Recipe
 from gieok.store.base import ProjectTag, Store, Vector
 
 __all__ = [

@@ -26,7 +26,8 @@ from gieok.memory.forgetting import forget_row
 from gieok.memory.ingest import MessageIn, check_team, content_hash, norm_label, prepare
 from gieok.memory.ports import RowProcessor, Status
 from gieok.providers.embed.base import Embedder
-from gieok.retrieval.ranking import Recipe, get_recipe, model_fallback_threshold, model_pair_thresholds
+from gieok.retrieval.model_cosines import model_fallback_threshold, model_pair_thresholds
+from gieok.retrieval.recipes import Recipe, get_recipe
 from gieok.retrieval.relative_dates import bare_time, relative_window
 from gieok.retrieval.search import SearchOutcome, search
 from gieok.store.base import NewRow, RequestKey, Store, UserProfile

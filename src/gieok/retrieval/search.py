@@ -32,17 +32,11 @@ from gieok.retrieval.feedback import feedback_terms
 from gieok.retrieval.ko_compounds import MIN_SYLLABLES, compound_parts
 from gieok.retrieval.ko_synonyms import merge_synonyms, synonym_terms
 from gieok.retrieval.language_direction import LanguageDirections, model_language_directions
+from gieok.retrieval.model_cosines import model_chance_cosines, model_cos_floor, model_verdict_margin
 from gieok.retrieval.neighbours import neighbour_cosines
 from gieok.retrieval.query_dates import date_match, query_windows, stated_date_match
-from gieok.retrieval.ranking import (
-    Candidate,
-    Recipe,
-    model_chance_cosines,
-    model_cos_floor,
-    model_verdict_margin,
-    own_relevance,
-    rank,
-)
+from gieok.retrieval.ranking import Candidate, own_relevance, rank
+from gieok.retrieval.recipes import Recipe
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
 from gieok.retrieval.time_words import asks_when, states_time
@@ -123,7 +117,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     # English questions over Korean memory (ko 30): 0.624 / 0.722 → 0.634 / 0.731, with 26 beside it 0.643 /
     # 0.722 → 0.672 / 0.750; a Korean query's pool is better as it was (Korean questions about 26, ko 30 beside:
     # 0.661 / 0.781 → 0.659 / 0.763), its English rows found by the bridge's words.
-    neutral_pool = lang is not None and text_script(query) == LATIN
+    pool_lang = lang if text_script(query) == LATIN else None
 
     async def semantic(emb: Embedder) -> None:
         nonlocal qvec
@@ -137,7 +131,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             log.warning("query embedding failed: %s", exc)
             return
         EMBED_LATENCY.labels("query").observe(time.perf_counter() - t0)
-        look = lang.neutral_search_vector(qvec) if neutral_pool and lang is not None else qvec
+        look = pool_lang.neutral_search_vector(qvec) if pool_lang is not None else qvec
         vec_hits.extend(await store.vector_search(f, emb.name, look, recipe.candidates, sink=sink))
         for since, until in windows[:3]:
             # The named window's best matches join the pool (capped: a query naming many dates stays cheap).
@@ -246,7 +240,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             v = sink.found.get(mid)
             if v is not None:
                 c.vector = v
-                if c.cos is None or neutral_pool:
+                if c.cos is None or pool_lang is not None:
                     # (A pool found with the language set aside holds that search's cosines: the verdict's
                     # thresholds were measured on the query's own.)
                     c.cos = float(v @ qvec)
@@ -365,11 +359,11 @@ def _set_language_aside(lang: LanguageDirections, qvec: Vector, cands: Iterable[
     one-language memories within 0.005 (English 0.810 / 0.865 → 0.810 / 0.862, ko 30 0.744 / 0.836 → 0.739 /
     0.831). An English row whose cosine is the mean with the query's English rendering moves half as far:
     that half has no language between them."""
-    with_vectors = [c for c in cands if c.vector is not None and c.cos is not None]
+    with_vectors = [(c, c.vector) for c in cands if c.vector is not None and c.cos is not None]
     if not with_vectors:
         return
-    rows = np.stack([c.vector for c in with_vectors if c.vector is not None])
-    for c, neutral, raw in zip(with_vectors, lang.cosines(qvec, rows), rows @ qvec, strict=True):
+    rows = np.stack([v for _c, v in with_vectors])
+    for (c, _v), neutral, raw in zip(with_vectors, lang.cosines(qvec, rows), rows @ qvec, strict=True):
         c.language_shift = float(neutral - raw) / (2 if rendered and written_in_english(c.memory) else 1)
 
 
