@@ -225,9 +225,35 @@ async def test_rows_at_chance_are_not_shown_beside_the_match(tmp_path: Path, que
             (h.memory.content, round(h.parts["cosine"], 3), h.recall_reason) for h in out.hits]
 
 
-def test_a_row_with_anything_but_a_chance_cosine_is_judged_as_before() -> None:
+ENGLISH_NOTES = ["We deploy on Tuesdays", "The staging server is staging.internal, port 8443",
+                 "할머니가 지난주에 김치찌개 레시피를 알려주셨다", "Use ruff and mypy before every commit",
+                 "The puppy gets chicken and rice on Sundays"]
+
+
+@pytest.mark.parametrize("query, shown", [
+    ("when do we deploy?", [0]), ("recipe", [2]), ("what should I run before committing?", [3]),
+    ("배포 언제 해?", [0]), ("강아지 산책 시간", [4]),     # found by the dictionary's words: a keyword match
+    ("how do I get to the airport?", []), ("고양이 사료", [])])
+async def test_a_new_users_notes_show_what_matches_and_nothing_else(tmp_path: Path, query: str,
+                                                                    shown: list[int]) -> None:
+    # Five notes as `gieok add` stores them. Before: "when do we deploy?" listed the staging-server and ruff notes
+    # (cosine 0.80, above the level of chance, under the no-match threshold) beneath the deploy note, "recipe" four
+    # unrelated English notes beneath the kimchi stew's, and "how do I get to the airport?" fell back to showing
+    # the puppy's note as a keyword match, for "gets" (cosine 0.72: further from the question than chance).
+    async with e5_service(tmp_path, []) as svc:
+        for note in ENGLISH_NOTES:
+            await svc.remember(MessageIn(content=note, user_id="alice", kind="semantic", importance=0.8,
+                                         created_at=NOW.isoformat()))
+        out = await svc.search(svc.filters("alice"), query, now=NOW)
+        assert [h.memory.content for h in out.hits] == [ENGLISH_NOTES[i] for i in shown], [
+            (h.memory.content, round(h.parts["cosine"], 3), h.recall_reason) for h in out.hits]
+        if not shown:
+            assert out.notes == ["nothing stored matches this, in meaning or in words"]
+
+
+def test_a_row_with_anything_but_a_cosine_under_its_floor_is_judged_as_before() -> None:
     def cand(i: int, cos: float, **kw: object) -> Candidate:
-        return Candidate(Memory(id=f"m{i}", user_id="u", content=f"note {i}"), cos=cos, chance_cos=0.82, **kw)
+        return Candidate(Memory(id=f"m{i}", user_id="u", content=f"note {i}"), cos=cos, cos_only_floor=0.82, **kw)
     recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
     cands = [cand(0, 0.90, bm25=2.0), cand(1, 0.80), cand(2, 0.80, bm25=0.5), cand(3, 0.80, date_match=1.0),
              cand(4, 0.80, substring=True), cand(5, 0.80, neighbour_cos=0.85), cand(6, 0.83)]

@@ -35,7 +35,8 @@ class Candidate:
     alone: bool = False            # its neighbours were looked up and it has none: its own context (r_neighbour)
     states_time: bool = False      # the query asks when and the row says when (time_words; r_when)
     feedback: float = 0.0          # BM25 of the words the best candidates share (retrieval.feedback; r_feedback)
-    chance_cos: float = 0.0        # its pair's cosine of chance (model_chance_cosines); 0: not judged
+    # The cosine it must reach to be shown when nothing else ties it to the query (`rank`); 0: not judged.
+    cos_only_floor: float = 0.0
     # How far `cos` and `neighbour_cos` move with the language set aside (retrieval.language_direction): they
     # order rows only, as a stand-in does (`rank`).
     language_shift: float = 0.0
@@ -163,10 +164,11 @@ class _Parts:
         return reasons
 
 
-def _at_chance(c: Candidate, p: _Parts) -> bool:
-    """Whether nothing but a cosine at chance level ties this candidate to the query (`Candidate.chance_cos`)."""
-    return (c.chance_cos > 0 and p.cos < c.chance_cos and p.nb < c.chance_cos and not p.bm and not p.jac
-            and not p.title and not p.date and not c.substring)
+def _cosine_only_below_floor(c: Candidate, p: _Parts) -> bool:
+    """Whether nothing but a cosine under its floor (`Candidate.cos_only_floor`) ties this candidate to the
+    query: no word, tag, title, date or substring, and no neighbour that reaches the floor."""
+    return (c.cos_only_floor > 0 and p.cos < c.cos_only_floor and p.nb < c.cos_only_floor and not p.bm
+            and not p.jac and not p.title and not p.date and not c.substring)
 
 
 _Rel = tuple[float, float, float, float, float, float, float]     # relevance, cos, bm, jac, title, date, nb
@@ -214,9 +216,9 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             # taken off), as before, since the keep threshold was set with notes scored on their own.
             nb = cos
             aside_part *= 1 + recipe.r_neighbour
-        # As the stand-in, the language set aside only orders: the keep threshold and the level of chance were
-        # measured on the model's own cosines (an unrelated Korean note raised past them for an English query
-        # was shown: "When is the team meeting?" listed "할머니가 지난주에…").
+        # As the stand-in, the language set aside only orders: the keep threshold and a cosine-only row's floor
+        # were measured on the model's own cosines (an unrelated Korean note raised past them for an English
+        # query was shown: "When is the team meeting?" listed "할머니가 지난주에…").
         orders = recipe.r_cos * (aside_part - cos_part)
         jac = tag_jaccard(query_tokens, m)
         title = 1.0 if m.title and names_title(q_lower, m.title.lower().strip()) else 0.0
@@ -250,9 +252,9 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
                 mat[i] = c.vector
     max_dup = np.zeros(len(scored))
     left = np.ones(len(scored), bool)
-    at_chance = np.array([_at_chance(c, p) for _s, c, p, _o in scored])
-    if not at_chance.all():
-        left &= ~at_chance
+    unmatched = np.array([_cosine_only_below_floor(c, p) for _s, c, p, _o in scored])
+    if not unmatched.all():
+        left &= ~unmatched
     picked: list[Hit] = []
     by_words: dict[tuple[str, str, str, str, str], Hit] = {}
     taken = np.zeros(len(scored), bool)

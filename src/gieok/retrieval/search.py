@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import NoReturn, TypeVar
@@ -79,6 +79,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                   recipe: Recipe, now: datetime, fallback_threshold: float,
                   pair_thresholds: Mapping[tuple[str, str], float] | None) -> SearchOutcome:
     query = (query or "").strip()
+    no_match = fallback_threshold     # the verdict may raise `fallback_threshold`; a row's floor is this one
     if not query:
         # No query: the newest matching rows (an agent browsing by date, tag or project).
         return await _newest(store, f, limit, [])
@@ -315,8 +316,14 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
             for k, c in cands.items():
                 c.bm25 = shown.get(k)
         # A row created inside a window the query names matches what the query says in so many words, as a
-        # keyword match does: "2023년 3월에 뭐 했어?" shows March 2023 (its other words meet nothing).
-        cands = {k: c for k, c in cands.items() if c.bm25 or c.date_match}
+        # keyword match does: "2023년 3월에 뭐 했어?" shows March 2023 (its other words meet nothing). A word
+        # shared by chance does not: a row further from the query in meaning than an unrelated text is ("how do I
+        # get to the airport?" showed "The puppy gets chicken and rice on Sundays" for "get": cosine 0.72 where
+        # chance is 0.78). Judged the verdict's margin below the level of chance: on dev, of the 1,325 evidence
+        # rows that share a word with their question, 4 lie there and none 0.04 below; of 150,000 other rows
+        # sharing a word, 7,200 do. A row with no vector yet is kept (its words are all it has).
+        stray = _stray_word_match(embedder, query) if qvec is not None else None
+        cands = {k: c for k, c in cands.items() if c.date_match or (c.bm25 and not (stray and stray(c)))}
         for m in await store.substring_search(f, query, recipe.candidates):
             c = cands.get(m.id)
             if c is None:
@@ -333,15 +340,17 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         _set_language_aside(lang, qvec, cands.values(), bool(rendered))
     if qvec is not None and embedder is not None and cands and use_recipe.r_cos > 0 and use_recipe.r_neighbour > 0:
         await neighbour_cosines(store, embedder.name, f, cands, qvec, rendered, use_recipe, lang)
-    if qvec is not None and embedder is not None and use_recipe.r_cos > 0 and (
-            chance := model_chance_cosines(embedder.name)):
-        # Rows tied to the query by a chance-level cosine alone are not shown beside one that matches. Judged
-        # the verdict's margin below the level of chance: on dev no evidence row in any top 10 lies there, in
-        # any language pair, with or without shared words (at the level itself 14 of 1,107 did).
-        q_script, below = text_script(query), model_verdict_margin(embedder.name)
+    if qvec is not None and embedder is not None and use_recipe.r_cos > 0 and pair_thresholds:
+        # A row tied to the query by its cosine alone (no shared word, date, tag, title or substring) is shown
+        # beside a match only if that cosine would count as a match itself: its pair's no-match threshold. Over
+        # a few pinned notes, "when do we deploy?" listed the staging-server and the ruff notes (0.80) under the
+        # deploy note, and "recipe" four unrelated English notes under the kimchi stew's. (The level of chance
+        # used before let through rows between it and the threshold.) Dev recall is identical to three decimals
+        # (English, Korean, both cross-lingual sets): a chat row shares at least its speaker's name with most
+        # questions.
+        floors = pair_band(query, pair_thresholds, no_match)[0]
         for c in cands.values():
-            level = chance.get((q_script, LATIN if written_in_english(c.memory) else HANGUL), 0.0)
-            c.chance_cos = level - below if level else 0.0
+            c.cos_only_floor = floors.get(LATIN if written_in_english(c.memory) else HANGUL, no_match)
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
@@ -349,6 +358,20 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     if FALLBACK_NOTE in notes and (not hits or any(h.parts.get("date") and not h.parts.get("bm25") for h in hits)):
         notes[notes.index(FALLBACK_NOTE)] = FALLBACK_DATES_NOTE if hits else NOTHING_NOTE
     return SearchOutcome(hits, mode, notes)
+
+
+def _stray_word_match(embedder: Embedder | None, query: str) -> Callable[[Candidate], bool] | None:
+    """Whether a keyword match is further from the query in meaning than an unrelated text is: its cosine below
+    its pair's level of chance by more than the verdict's margin (where measured for the model)."""
+    chance = model_chance_cosines(embedder.name) if embedder is not None else {}
+    if not chance or embedder is None:
+        return None
+    q_script, below = text_script(query), model_verdict_margin(embedder.name)
+
+    def stray(c: Candidate) -> bool:
+        level = chance.get((q_script, LATIN if written_in_english(c.memory) else HANGUL))
+        return level is not None and c.cos is not None and not c.substring and c.cos < level - below
+    return stray
 
 
 def _set_language_aside(lang: LanguageDirections, qvec: Vector, cands: Iterable[Candidate], rendered: bool) -> None:
