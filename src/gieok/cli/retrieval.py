@@ -1,4 +1,4 @@
-"""Retrieval benchmarks on the `gieok bench` sub-app: `bench locomo` and `bench search`."""
+"""Retrieval benchmarks on the `gieok bench` sub-app: `bench locomo`, `bench notes` and `bench search`."""
 
 from __future__ import annotations
 
@@ -100,6 +100,33 @@ def bench_locomo(
     else:
         for line in format_report(res, ks):
             typer.echo(line)
+
+@bench_app.command("notes")
+def bench_notes(
+    data: Annotated[list[Path] | None, typer.Option(
+        help="A question set (tab-separated: n|q, id, text, answering note ids or -); repeat for more. "
+             "Default: the two bundled sets, a and b.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object, with every miss.")] = False,
+) -> None:
+    """What a new user's small memory shows: notes saved as `gieok add` does, questions a note answers (often in
+    other words or the other language) and questions nothing answers."""
+    from gieok.bench.notes import BUNDLED, bundled_path, format_report, load_set, run_notes
+    from gieok.core.settings import load_settings
+
+    load_settings()  # sets OMP_NUM_THREADS=1 before the model loads
+    paths = data or [bundled_path(n) for n in BUNDLED]
+    for p in paths:
+        try:
+            load_set(p)   # a bad file fails before the model loads
+        except (OSError, ValueError) as exc:
+            raise typer.BadParameter(str(exc), param_hint="--data") from None
+    res = asyncio.run(run_notes(paths))
+    if as_json:
+        typer.echo(json.dumps(res, ensure_ascii=False))
+    else:
+        for line in format_report(res):
+            typer.echo(line)
+
 
 @bench_app.command("search")
 def bench_search(
