@@ -40,6 +40,16 @@ def test_a_word_without_a_translation_is_matched_by_sound() -> None:
     assert en_ko.korean_terms("Jon job", ["존은 좋은 사람이야", "잡채를 먹었다"]) == []
 
 
+def test_an_english_word_does_not_sound_like_a_korean_word_of_its_own() -> None:
+    # "how much food per meal for the dog?" met "관리비는 매달 25일 국민카드로 자동이체" (the monthly management fee):
+    # meal sounds like 매달, "every month". Both are dictionary words, and the dictionary does not give one for the
+    # other. A name the dictionary also knows as a word is still heard: the dog Bori, 보리 ("barley").
+    pool = ["관리비는 매달 25일 국민카드로 자동이체", "보리 동물병원은 망원동 해피펫"]
+    assert "매달" in ko_lexicon.senses_table() and "보리" in ko_lexicon.senses_table()
+    assert en_ko.korean_terms("how much food per meal for the dog?", pool) == []
+    assert en_ko.korean_terms("who is Bori's vet?", pool) == [["보리"]]
+
+
 def test_nothing_without_korean_rows_or_english_words() -> None:
     assert en_ko.korean_terms("When did Jon lose his job?", []) == []
     assert en_ko.korean_terms("When did Jon lose his job?", ["We talked about the weather"]) == []

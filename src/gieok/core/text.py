@@ -28,12 +28,13 @@ _stemmer = Stemmer.Stemmer("english")
 # Only for queries: dropping these keeps an OR query from matching half the store. Documents keep them
 # (BM25's idf already makes them cheap). The tokenizer splits at apostrophes, so contractions and possessives
 # are listed by their fragments ("didn't" → didn t, "Melanie's" → melanie s): a bare "s" matched every
-# possessive in the store.
+# possessive in the store. "per" is a preposition like "for": "how much food per meal for the dog?" put "Public
+# API rate limit is 500 requests per minute" above the dog's food note (cosine 0.82 against 0.90).
 STOPWORDS = frozenset("""
     a about above after again against all am an and any are as at be because been before being below between
     both but by can did do does doing down during each few for from further had has have having he her here
     hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now
-    of off on once only or other our ours ourselves out over own same she should so some such than that the
+    of off on once only or other our ours ourselves out over own per same she should so some such than that the
     their theirs them themselves then there these they this those through to too under until up very was we
     were what when where which while who whom why will with would you your yours yourself yourselves
     anything something ever tell remember recall said say

@@ -32,7 +32,7 @@ from anyascii import anyascii
 from gieok.core.korean import query_stem
 from gieok.core.once import Once
 from gieok.core.text import query_terms, stem_word
-from gieok.retrieval import ko_synonyms
+from gieok.retrieval import ko_lexicon, ko_synonyms
 from gieok.retrieval.bridge import doc_words
 
 __all__ = ["by_stem", "english_words", "korean_terms", "ready"]
@@ -137,6 +137,7 @@ def korean_terms(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
     if not words or not pool:
         return []
     index = by_stem()
+    senses = ko_lexicon.senses_table()
     known = [list(t) for t in have]
     out: list[list[str]] = []
     sounds: list[tuple[str, str]] | None = None     # the pool's words by sound, read once if needed
@@ -151,7 +152,10 @@ def korean_terms(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
             # No translation the memory uses: the word may be written in Hangul as it sounds (네트워킹, 타투).
             if sounds is None:
                 sounds = _pool_sounds(pool)
-            heard = _sounds_like(w, sounds)
+            # But not as a Korean word of its own when it is an English word of its own: had 매달 ("every
+            # month") meant "meal", the dictionary would say so ("how much food per meal for the dog?" met a
+            # note about the monthly management fee by sound). A name (Bori → 보리, "barley") is no English word.
+            heard = _sounds_like(w, [s for s in sounds if s[0] not in senses] if cands else sounds)
             if heard:
                 first[heard] = 0
         for c in sorted(first, key=first.__getitem__)[:top]:
