@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -130,13 +130,9 @@ async def run_notes(paths: list[Path], *, limit: int = 5) -> dict[str, Any]:
     return {"sets": [_as_dict(r) for r in results], "wall_s": round(time.perf_counter() - t0, 1)}
 
 
-def _tally_dict(t: Tally) -> dict[str, int]:
-    return {k: getattr(t, k) for k in Tally.__slots__}    # type: ignore[attr-defined]
-
-
 def _as_dict(r: SetResult) -> dict[str, Any]:
-    return {"name": r.name, "notes": r.notes, "all": _tally_dict(r.all),
-            "by_script": {k: _tally_dict(v) for k, v in sorted(r.by_script.items())}, "misses": r.misses}
+    return {"name": r.name, "notes": r.notes, "all": asdict(r.all),
+            "by_script": {k: asdict(v) for k, v in sorted(r.by_script.items())}, "misses": r.misses}
 
 
 def _line(label: str, t: dict[str, int]) -> str:

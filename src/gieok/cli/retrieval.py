@@ -101,6 +101,7 @@ def bench_locomo(
         for line in format_report(res, ks):
             typer.echo(line)
 
+
 @bench_app.command("notes")
 def bench_notes(
     data: Annotated[list[Path] | None, typer.Option(
