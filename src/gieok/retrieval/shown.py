@@ -1,0 +1,46 @@
+"""Which candidates a search shows, beyond the verdict on whether it found anything (gieok.retrieval.verdict):
+a row tied to the query by its cosine alone, and a keyword match that met the query's word by chance. Both
+showed in a new user's few notes what a large memory hides (measured: `gieok bench notes`, docs/measurements.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from gieok.providers.embed.base import Embedder
+from gieok.retrieval.model_cosines import model_chance_cosines, model_verdict_margin
+from gieok.retrieval.ranking import Candidate
+from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
+from gieok.retrieval.verdict import pair_band
+
+
+def set_cosine_only_floors(cands: Iterable[Candidate], query: str,
+                           pair_thresholds: Mapping[tuple[str, str], float], no_match: float) -> None:
+    """A row tied to the query by its cosine alone (no shared word, date, tag, title or substring) is shown beside
+    a match only if that cosine would count as a match itself: its (query script, memory script) pair's no-match
+    threshold (`Candidate.cos_only_floor`, judged in `rank`). Over a few pinned notes, "when do we deploy?" listed
+    the staging-server and the ruff notes (0.80) under the deploy note, and "recipe" four unrelated English notes
+    under the kimchi stew's; the level of chance, the floor before, let through rows between it and the
+    threshold. Dev recall is identical to three decimals (English, Korean, both cross-lingual sets): a chat row
+    shares at least its speaker's name with most questions."""
+    floors = pair_band(query, pair_thresholds, no_match)[0]
+    for c in cands:
+        c.cos_only_floor = floors.get(LATIN if written_in_english(c.memory) else HANGUL, no_match)
+
+
+def stray_word_match(embedder: Embedder | None, query: str) -> Callable[[Candidate], bool] | None:
+    """Whether a keyword match is further from the query in meaning than an unrelated text is: its cosine below
+    its pair's level of chance by more than the verdict's margin (where measured for the model; None where not).
+    Only a row in the query's own script, whose shared word is a literal one: a row met through a translation has
+    the lower, looser cosines of two languages (judged as well, English questions over Korean chat with English
+    chat beside lost 0.009 at recall@10; judged in one script only, no dev set loses)."""
+    chance = model_chance_cosines(embedder.name) if embedder is not None else {}
+    if not chance or embedder is None:
+        return None
+    q_script, below = text_script(query), model_verdict_margin(embedder.name)
+
+    def stray(c: Candidate) -> bool:
+        script = LATIN if written_in_english(c.memory) else HANGUL
+        level = chance.get((q_script, script)) if script == q_script else None
+        return level is not None and c.cos is not None and c.cos < level - below
+    return stray
