@@ -124,9 +124,9 @@ async def run_set(s: NotesSet, *, limit: int = 5) -> SetResult:
     return res
 
 
-async def run_notes(paths: list[Path], *, limit: int = 5) -> dict[str, Any]:
+async def run_notes(sets: list[NotesSet], *, limit: int = 5) -> dict[str, Any]:
     t0 = time.perf_counter()
-    results = [await run_set(load_set(p), limit=limit) for p in paths]
+    results = [await run_set(s, limit=limit) for s in sets]
     return {"sets": [_as_dict(r) for r in results], "wall_s": round(time.perf_counter() - t0, 1)}
 
 

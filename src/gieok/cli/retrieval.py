@@ -115,13 +115,12 @@ def bench_notes(
     from gieok.core.settings import load_settings
 
     load_settings()  # sets OMP_NUM_THREADS=1 before the model loads
-    paths = data or [bundled_path(n) for n in BUNDLED]
-    for p in paths:
-        try:
-            load_set(p)   # a bad file fails before the model loads
-        except (OSError, ValueError) as exc:
-            raise typer.BadParameter(str(exc), param_hint="--data") from None
-    res = asyncio.run(run_notes(paths))
+    try:
+        # Read first: a bad file fails before the model loads.
+        sets = [load_set(p) for p in data or [bundled_path(n) for n in BUNDLED]]
+    except (OSError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--data") from None
+    res = asyncio.run(run_notes(sets))
     if as_json:
         typer.echo(json.dumps(res, ensure_ascii=False))
     else:

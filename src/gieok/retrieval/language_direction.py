@@ -58,6 +58,10 @@ class LanguageDirections:
         norms = np.sqrt(np.clip(1.0 - along * along, 1e-6, None)) * max(n1, 1e-6)
         return ((rows @ q2) / norms).astype(np.float32)
 
+    def shifts(self, q: Vector, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """How far each row's cosine to the query moves with the language set aside."""
+        return self.cosines(q, rows) - (rows @ q).astype(np.float32)
+
 
 def corpus() -> list[tuple[str, str, str]]:
     """(kind, English, Korean) rows of the bundled parallel corpus; kind "s" is a statement, "q" a question."""

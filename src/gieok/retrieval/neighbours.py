@@ -32,7 +32,7 @@ async def neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: M
     shifts: dict[str, float] = {}
     if lang is not None and outside:
         vecs = np.stack(list(outside.values()))
-        shifts = dict(zip(outside, (lang.cosines(qvec, vecs) - vecs @ qvec).tolist(), strict=True))
+        shifts = dict(zip(outside, lang.shifts(qvec, vecs).tolist(), strict=True))
 
     def cosine(nid: str, v: Vector, english: bool) -> tuple[float, float]:
         """The neighbour's cosine, and with the language set aside."""

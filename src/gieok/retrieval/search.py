@@ -365,8 +365,8 @@ def _set_language_aside(lang: LanguageDirections, qvec: Vector, cands: Iterable[
     if not with_vectors:
         return
     rows = np.stack([v for _c, v in with_vectors])
-    for (c, _v), neutral, raw in zip(with_vectors, lang.cosines(qvec, rows), rows @ qvec, strict=True):
-        c.language_shift = float(neutral - raw) / (2 if rendered and written_in_english(c.memory) else 1)
+    for (c, _v), shift in zip(with_vectors, lang.shifts(qvec, rows), strict=True):
+        c.language_shift = float(shift) / (2 if rendered and written_in_english(c.memory) else 1)
 
 
 def _raise_first(group: BaseExceptionGroup) -> NoReturn:

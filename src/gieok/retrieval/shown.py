@@ -14,6 +14,11 @@ from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_engli
 from gieok.retrieval.verdict import pair_band
 
 
+def _script(c: Candidate) -> str:
+    """The script a candidate's memory is written in, as the per-pair tables key it."""
+    return LATIN if written_in_english(c.memory) else HANGUL
+
+
 def set_cosine_only_floors(cands: Iterable[Candidate], query: str,
                            pair_thresholds: Mapping[tuple[str, str], float], no_match: float) -> None:
     """A row tied to the query by its cosine alone (no shared word, date, tag, title or substring) is shown beside
@@ -25,7 +30,7 @@ def set_cosine_only_floors(cands: Iterable[Candidate], query: str,
     shares at least its speaker's name with most questions."""
     floors = pair_band(query, pair_thresholds, no_match)[0]
     for c in cands:
-        c.cos_only_floor = floors.get(LATIN if written_in_english(c.memory) else HANGUL, no_match)
+        c.cos_only_floor = floors.get(_script(c), no_match)
 
 
 def stray_word_match(embedder: Embedder | None, query: str) -> Callable[[Candidate], bool] | None:
@@ -40,7 +45,7 @@ def stray_word_match(embedder: Embedder | None, query: str) -> Callable[[Candida
     q_script, below = text_script(query), model_verdict_margin(embedder.name)
 
     def stray(c: Candidate) -> bool:
-        script = LATIN if written_in_english(c.memory) else HANGUL
+        script = _script(c)
         level = chance.get((q_script, script)) if script == q_script else None
         return level is not None and c.cos is not None and c.cos < level - below
     return stray
