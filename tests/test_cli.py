@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
+import typer
 import typer.main
 
 from gieok.cli import app, main  # noqa: F401
@@ -81,6 +83,27 @@ def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:
     assert r.returncode == 2 and "limit: 0 is out of range: give a whole number from 1 to 200" in r.stderr
     r = run("import", "ndjson", str(tmp_path / "missing.ndjson"), home=tmp_path)
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_a_value_the_cli_cannot_convert_is_told_in_words(tmp_path: Path) -> None:
+    """Typer converts option values with pydantic; its wording ("Input should be a valid integer, unable to parse
+    string as an integer") is replaced by what was wrong and what to give, for every command."""
+    cases = [
+        (["search", "deploy", "--limit", "zero"], "'zero' is not a whole number: give one such as 10"),
+        (["bench", "load", "--clients", "0"], "0 is too small: give 1 or more"),
+        (["bench", "load", "--worker-nice", "30"], "30 is too large: give 19 or less"),
+        (["bench", "load", "--duration", "soon"], "'soon' is not a number: give one such as 0.5"),
+        (["bench", "ingest", "--n", "열"], "'열' is not a whole number: give one such as 10"),
+    ]
+    for argv, said in cases:
+        with pytest.raises(typer.BadParameter) as caught:
+            typer.main.get_command(app).main(argv, standalone_mode=False)
+        assert caught.value.format_message().endswith(said), (argv, caught.value.format_message())
+        assert "Input should be" not in caught.value.format_message()
+    # As a person sees it: one clear message, exit 2, nothing of pydantic's.
+    r = run("search", "deploy", "--limit", "zero", home=tmp_path)
+    assert r.returncode == 2 and "'zero' is not a whole number" in " ".join(r.stderr.replace("│", " ").split())
+    assert "Input should be" not in r.stderr and "Traceback" not in r.stderr
 
 
 def test_doctor(tmp_path: Path) -> None:
