@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gieok.core.models import Memory
+from gieok.core.text import doc_words
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval import ko_lexicon
@@ -18,7 +19,6 @@ from gieok.retrieval.bridge import (
     bridge_query,
     bridge_terms,
     dictionary_terms,
-    doc_words,
     merge_bridged,
     nearest_terms,
     nearest_words,

@@ -127,6 +127,16 @@ def has_content_words(query: str) -> bool:
     return bool(_split_terms(query)[0])
 
 
+# English words worth a vocabulary entry: three letters or more, no digits (numbers match as they are).
+_DOC_WORD = re.compile(r"[a-z]{3,24}")
+
+
+def doc_words(text: str) -> list[str]:
+    """The distinct English words of a memory that a user's vocabulary keeps (lower-case, stopwords out), for the
+    cross-lingual bridge (gieok.retrieval.bridge)."""
+    return list(dict.fromkeys(w for w in _DOC_WORD.findall(text.lower()) if w not in STOPWORDS))
+
+
 def function_word(w: str) -> bool:
     """A Korean particle, ending or function word standing alone (대해, 것에, 뭐였): no word to look for."""
     return w in KO_STOPWORDS or query_stem(w) in KO_STOPWORDS or is_suffix(w)

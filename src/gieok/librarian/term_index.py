@@ -21,8 +21,8 @@ from typing import Any, Protocol
 from gieok.core.errors import ProviderError
 from gieok.core.metrics import record_provider_error
 from gieok.core.models import Memory
+from gieok.core.text import doc_words
 from gieok.providers.embed.base import Embedder
-from gieok.retrieval.bridge import doc_words
 from gieok.store.base import MemoryRows, TermVectors
 
 log = logging.getLogger(__name__)

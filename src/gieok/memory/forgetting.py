@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from gieok.core.dates import utcnow
 from gieok.core.models import SearchFilters
-from gieok.core.text import index_text, query_terms
+from gieok.core.text import doc_words, index_text, query_terms
 from gieok.memory.ingest import content_hash
 from gieok.memory.ports import RowProcessor
 from gieok.memory.summaries import MAX_SENTENCE_CHARS, extractive_summary, project_key, summary_title
-from gieok.retrieval.bridge import doc_words
 from gieok.store.base import Store
 
 __all__ = ["drop_from_summaries", "drop_profile_sources", "drop_vocabulary", "forget_row"]

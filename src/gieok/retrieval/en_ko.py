@@ -31,9 +31,8 @@ from anyascii import anyascii
 
 from gieok.core.korean import query_stem
 from gieok.core.once import Once
-from gieok.core.text import query_terms, stem_word
+from gieok.core.text import doc_words, query_terms, stem_word
 from gieok.retrieval import ko_lexicon, ko_synonyms
-from gieok.retrieval.bridge import doc_words
 
 __all__ = ["by_stem", "english_words", "korean_terms", "ready"]
 
