@@ -103,9 +103,9 @@ def nearest_scored(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, 
         close = np.flatnonzero(row >= max(min_cos, mean + stand_out))
         best = close[np.argsort(-row[close], kind="stable")][: 4 * top]
         if hubs is not None and len(best):
-            # Dev, Korean questions over English memory: recall identical at a bar of 0 (0.681 / 0.778 / 0.827),
-            # 0.669 / 0.766 / 0.814 at 0.03; the notes benchmark's set b: Korean questions' unrelated notes
-            # beside an answer 41 → 33.
+            # A bar of 0, the paper's neutral point. Dev, Korean questions over English memory: recall identical
+            # (0.681 / 0.778 / 0.827); a bar of 0.03 lost 0.012 at @10 (measured with a draft of the probes).
+            # `gieok bench notes`, set b: Korean questions' unrelated notes beside an answer 41 → 33.
             best = best[hubs.csls(word_vecs[i], matrix[best]) >= 0.0]
         for j in best:
             if len(got) >= top:
