@@ -281,3 +281,7 @@ def test_a_row_with_anything_but_a_cosine_under_its_floor_is_judged_as_before() 
     # Alone at chance, a row is still the answer (whether anything matched is the verdict's call, not this).
     assert [h.memory.id for h in rank([cand(1, 0.80)], query_tokens=set(), query_text="note", now=NOW,
                                       recipe=recipe, limit=10)] == ["m1"]
+    # Several, all under their floors (a row's own reach can raise its floor above the verdict's threshold): the
+    # closest stands for the match, the others are not shown beside it.
+    assert [h.memory.id for h in rank([cand(1, 0.80), cand(7, 0.81), cand(8, 0.79)], query_tokens=set(),
+                                      query_text="note", now=NOW, recipe=recipe, limit=10)] == ["m7"]

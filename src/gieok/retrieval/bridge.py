@@ -36,10 +36,10 @@ from gieok.core.models import Memory
 from gieok.core.text import STOPWORDS, function_word, stem_word
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import ko_lexicon
+from gieok.retrieval.hubs import Probes, model_probes
 from gieok.retrieval.ko_compounds import compound_parts
 from gieok.retrieval.loanwords import sounds_alike
 from gieok.retrieval.scripts import HANGUL, text_script, written_in_english
-from gieok.retrieval.word_hubs import WordHubs, model_word_hubs
 from gieok.store.base import TermVectors
 
 _HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
@@ -86,10 +86,10 @@ def query_words(query: str) -> list[str]:
 
 def nearest_scored(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
                    min_cos: float = MIN_COSINE, stand_out: float = STAND_OUT,
-                   hubs: WordHubs | None = None) -> list[list[tuple[str, float]]]:
+                   hubs: Probes | None = None) -> list[list[tuple[str, float]]]:
     """For each query word vector, the vocabulary words closest to it (distinct full-text tokens, best first) that
     reach `min_cos` and stand `stand_out` above the word's mean cosine to the vocabulary, each with how far above
-    that mean it stands. With `hubs`, a word must also score above 0 by CSLS (gieok.retrieval.word_hubs): not a
+    that mean it stands. With `hubs`, a word must also score above 0 by CSLS (gieok.retrieval.hubs): not a
     word near every Korean word."""
     if not len(vocab) or not len(word_vecs):
         return [[] for _ in range(len(word_vecs))]
@@ -332,7 +332,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     if ask:
         found = await anyio.to_thread.run_sync(
             functools.partial(nearest_scored, vecs[ask], terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE,
-                              hubs=model_word_hubs(emb.name)))
+                              hubs=model_probes(emb.name)))
         near = dict(zip(ask, found, strict=True))
     out: list[list[str]] = []
     for i, (_written, w) in enumerate(forms):

@@ -255,6 +255,12 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     unmatched = np.array([_cosine_only_below_floor(c, p) for _s, c, p, _o in scored])
     if not unmatched.all():
         left &= ~unmatched
+    elif len(scored):
+        # Every row is tied by a cosine under its floor, though the verdict found one close enough (a row's own
+        # reach can put its floor above the verdict's threshold): the closest row stands for the match, and the
+        # rest are not shown beside it.
+        tied = np.array([p.cos for _s, _c, p, _o in scored])
+        left &= tied >= tied.max()
     picked: list[Hit] = []
     by_words: dict[tuple[str, str, str, str, str], Hit] = {}
     taken = np.zeros(len(scored), bool)

@@ -18,6 +18,7 @@ from gieok.retrieval.arms import Arms
 from gieok.retrieval.bridge import merge_bridged
 from gieok.retrieval.doc_text import embedded_scripts
 from gieok.retrieval.feedback import feedback_terms
+from gieok.retrieval.hubs import model_probes
 from gieok.retrieval.ko_synonyms import merge_synonyms
 from gieok.retrieval.language_direction import LanguageDirections, model_language_directions
 from gieok.retrieval.model_cosines import model_cos_floor, model_verdict_margin
@@ -135,7 +136,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     if qvec is not None and embedder is not None and cands and use_recipe.r_cos > 0 and use_recipe.r_neighbour > 0:
         await neighbour_cosines(store, embedder.name, f, cands, qvec, arms.rendered, use_recipe, lang)
     if qvec is not None and embedder is not None and use_recipe.r_cos > 0 and pair_thresholds:
-        set_cosine_only_floors(cands.values(), query, pair_thresholds, no_match)
+        set_cosine_only_floors(cands.values(), query, pair_thresholds, no_match, model_probes(embedder.name))
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+import numpy as np
+
 from gieok.providers.embed.base import Embedder
+from gieok.retrieval.hubs import Probes
 from gieok.retrieval.model_cosines import model_chance_cosines, model_verdict_margin
 from gieok.retrieval.ranking import Candidate
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
@@ -20,17 +23,31 @@ def _script(c: Candidate) -> str:
 
 
 def set_cosine_only_floors(cands: Iterable[Candidate], query: str,
-                           pair_thresholds: Mapping[tuple[str, str], float], no_match: float) -> None:
+                           pair_thresholds: Mapping[tuple[str, str], float], no_match: float,
+                           probes: Probes | None = None) -> None:
     """A row tied to the query by its cosine alone (no shared word, date, tag, title or substring) is shown beside
     a match only if that cosine would count as a match itself: its (query script, memory script) pair's no-match
     threshold (`Candidate.cos_only_floor`, judged in `rank`). Over a few pinned notes, "when do we deploy?" listed
     the staging-server and the ruff notes (0.80) under the deploy note, and "recipe" four unrelated English notes
     under the kimchi stew's; the level of chance, the floor before, let through rows between it and the
     threshold. Dev recall is identical to three decimals (English, Korean, both cross-lingual sets): a chat row
-    shares at least its speaker's name with most questions."""
+    shares at least its speaker's name with most questions.
+
+    With the model's `probes`, the floor is also the row's own reach (gieok.retrieval.hubs): a row near every
+    question is not shown for being near this one. "staging DB 비밀번호는 … infra 볼트에 있음" stood under the
+    answers to "부모님 생신", "보리 병원 어디야" and four other Korean questions at 0.80–0.82, against a reach of
+    0.822. `gieok bench notes`, set b: unrelated notes beside an answer 62 → 54, notes shown for unanswerable
+    questions 55 → 54 (set a 26 → 24, 30 → 30), no answer lost; every dev set identical to three decimals."""
     floors = pair_band(query, pair_thresholds, no_match)[0]
+    cands = list(cands)
+    with_vectors = [c for c in cands if c.vector is not None]
+    reach: dict[int, float] = {}
+    if probes is not None and with_vectors:
+        rows = np.stack([c.vector for c in with_vectors if c.vector is not None])
+        reach = {id(c): float(r) for c, r in zip(with_vectors, probes.row_reach(rows, text_script(query)),
+                                                 strict=True)}
     for c in cands:
-        c.cos_only_floor = floors.get(_script(c), no_match)
+        c.cos_only_floor = max(floors.get(_script(c), no_match), reach.get(id(c), 0.0))
 
 
 def stray_word_match(embedder: Embedder | None, query: str) -> Callable[[Candidate], bool] | None:
