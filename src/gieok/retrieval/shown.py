@@ -35,7 +35,7 @@ def set_cosine_only_floors(cands: Iterable[Candidate], query: str,
 
     With the model's `probes`, the floor is also the row's own reach (gieok.retrieval.hubs): a row near every
     question is not shown for being near this one. "staging DB 비밀번호는 … infra 볼트에 있음" stood under the
-    answers to "부모님 생신", "보리 병원 어디야" and four other Korean questions at 0.80–0.82, against a reach of
+    answers to "부모님 생신", "보리 병원 어디야" and three other Korean questions at 0.80–0.82, against a reach of
     0.822. `gieok bench notes`, set b: unrelated notes beside an answer 62 → 54, notes shown for unanswerable
     questions 55 → 54 (set a 26 → 24, 30 → 30), no answer lost; every dev set identical to three decimals."""
     floors = pair_band(query, pair_thresholds, no_match)[0]
