@@ -137,6 +137,21 @@ def doc_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in _DOC_WORD.findall(text.lower()) if w not in STOPWORDS))
 
 
+_HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
+
+
+def korean_word_forms(text: str) -> list[tuple[str, str]]:
+    """(word as written, stem) for the Korean content words of a text, each stem once; the stem is the word
+    without particles and endings, as the full-text query has it."""
+    out: list[tuple[str, str]] = []
+    for w in _HANGUL_RUN.findall(without_counters(text)):
+        stem = query_stem(w)
+        if function_word(w) or any(stem == s for _w, s in out):
+            continue
+        out.append((w, stem))
+    return out
+
+
 def function_word(w: str) -> bool:
     """A Korean particle, ending or function word standing alone (대해, 것에, 뭐였): no word to look for."""
     return w in KO_STOPWORDS or query_stem(w) in KO_STOPWORDS or is_suffix(w)

