@@ -76,18 +76,21 @@ async def test_keyword_search_korean_and_english(store: Store) -> None:
         assert all(score > 0 for _, score in hits)
 
 
-async def test_keyword_ties_go_to_the_row_stored_later(store: Store) -> None:
-    # Equal scores (one occurrence each, in texts of the same length) come back newest first on both backends,
-    # whatever plan or index order the backend uses.
+async def test_keyword_ties_go_to_the_row_stored_first(store: Store) -> None:
+    # Equal scores (one occurrence each, in texts of the same length) come back in the order the rows were stored,
+    # on both backends, whatever plan or index order the backend uses.
     ids = [await put(store, f"alpha {w}", at=T0 + timedelta(minutes=i), session_id=f"s{i}")
            for i, w in enumerate(("bravo", "delta", "gamma", "kappa"))]
-    hits = await store.keyword_search(SearchFilters(user_id="alice"), query_terms("alpha"), 10)
+    f = SearchFilters(user_id="alice")
+    hits = await store.keyword_search(f, query_terms("alpha"), 10)
     assert len({round(s, 9) for _, s in hits}) == 1
-    assert [m.id for m, _ in hits] == ids[::-1]
-    # Past the cap only the newest matches are scored: the same order, from those.
+    assert [m.id for m, _ in hits] == ids
+    # A limit inside the tie keeps the first stored of the tied rows.
+    assert [m.id for m, _ in await store.keyword_search(f, query_terms("alpha"), 2)] == ids[:2]
+    # Past the cap only the newest matches are scored; among them, the same order.
     store.MAX_SCORED_MATCHES = 3     # type: ignore[attr-defined]
-    hits = await store.keyword_search(SearchFilters(user_id="alice"), query_terms("alpha"), 10)
-    assert [m.id for m, _ in hits] == ids[::-1][:3]
+    assert [m.id for m, _ in await store.keyword_search(f, query_terms("alpha"), 10)] == ids[1:]
+    assert [m.id for m, _ in await store.keyword_search(f, query_terms("alpha"), 2)] == ids[1:3]
 
 
 async def test_filters(store: Store) -> None:

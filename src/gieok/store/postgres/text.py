@@ -104,15 +104,15 @@ def bm25_sql(terms: list[list[str]], where: str, select: str, *, newest: bool = 
                    f"WHERE m.search_tsv @@ ({tsq}) AND {where} ORDER BY m.created_at DESC LIMIT %s))")
     else:
         matches = f"SELECT {doc('m')} FROM memory m WHERE m.search_tsv @@ ({tsq}) AND {where}"
-    # Ties in score (the same word counts in documents of the same length) go to the row stored later (`seq`, as
-    # SQLite's rowid), so the rows returned do not depend on the plan. Not the text id: ties are common among a
-    # common word's matches, and comparing ids cost a fifth of such a search at 100,000 memories (22.9 → 18.9
-    # ms). `t` MATERIALIZED: inlined, each term's ts_rank_cd ran twice a row (the score names its tf twice).
+    # Ties in score (the same word counts in documents of the same length) go to the row stored first (`seq`), as
+    # FTS5 orders them on SQLite, so the rows returned do not depend on the plan. Not the text id: ties are common
+    # among a common word's matches, and comparing ids cost a fifth of such a search at 100,000 memories (22.9 →
+    # 18.9 ms). `t` MATERIALIZED: inlined, each term's ts_rank_cd ran twice a row (the score names its tf twice).
     return (f"WITH c AS MATERIALIZED ({matches}), "
             f"t AS MATERIALIZED (SELECT c.id, c.seq, {tfs}, "
             f"1 - {BM25_B} + {BM25_B} * COALESCE(c.dl / NULLIF(%s::float8, 0), 1) AS norm FROM c), "
-            f"s AS (SELECT t.id, {score} AS score FROM t ORDER BY score DESC, t.seq DESC LIMIT %s) "
-            f"SELECT {select}, s.score FROM s JOIN memory m ON m.id = s.id ORDER BY s.score DESC, m.created_at DESC")
+            f"s AS (SELECT t.id, {score} AS score FROM t ORDER BY score DESC, t.seq LIMIT %s) "
+            f"SELECT {select}, s.score FROM s JOIN memory m ON m.id = s.id ORDER BY s.score DESC, m.seq")
 
 
 async def read_fts_stats(con: AsyncConnection[Any]) -> FtsStats:

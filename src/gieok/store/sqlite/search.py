@@ -57,12 +57,12 @@ class SearchMixin(SQLiteBase):
                     f"SELECT m.seq, -memory_fts.rank FROM memory_fts JOIN memory m ON m.seq = memory_fts.rowid "
                     f"WHERE memory_fts MATCH ? AND {fetch_where} ORDER BY memory_fts.rowid DESC LIMIT ?",
                     [match, *params, self.MAX_SCORED_MATCHES]).fetchall()
-                top = sorted(scored, key=lambda r: -r[1])[:limit]
+                top = sorted(scored, key=lambda r: (-r[1], r[0]))[:limit]   # ties: the row stored first
                 score = {int(r[0]): float(r[1]) for r in top}
                 rows = db.execute(
                     f"SELECT m.seq, {SELECT} FROM memory m WHERE m.seq IN ({','.join('?' * len(top))})",
                     list(score)).fetchall() if top else []
-            rows.sort(key=lambda r: (-score[r[0]], -r[0]))     # ties: the row stored later first
+            rows.sort(key=lambda r: (-score[r[0]], r[0]))
             return [(row_to_memory(r[1:]), score[r[0]]) for r in rows]
 
         def run() -> list[tuple[Memory, float]]:
@@ -76,13 +76,16 @@ class SearchMixin(SQLiteBase):
             # the planner from walking the user's rows instead) and filter in one query. Ranking the whole
             # index first and filtering its top rows afterwards widened round after round on a shared
             # database, where most of the top rows belong to other users (8 users × 125 rows: 18 ms → 2 ms).
-            # Ties go to the row stored later, as on PostgreSQL (FTS5 alone returned them oldest first).
+            # Ties go to the row stored first, in the order FTS5 gives them: ordering by rowid as well made SQLite
+            # join and filter every match before sorting (keyword search at 100,000 memories p50 4.3 → 6.9 ms),
+            # where FTS5's own order by rank stops at the limit.
             with self._read() as db:
                 rows = db.execute(
-                    f"SELECT {SELECT}, -memory_fts.rank FROM memory_fts JOIN memory m ON "
+                    f"SELECT m.seq, {SELECT}, -memory_fts.rank FROM memory_fts JOIN memory m ON "
                     f"m.seq = memory_fts.rowid WHERE memory_fts MATCH ? AND {fetch_where} "
-                    f"ORDER BY memory_fts.rank, memory_fts.rowid DESC LIMIT ?", [match, *params, limit]).fetchall()
-            return [(row_to_memory(r[:-1]), float(r[-1])) for r in rows]
+                    f"ORDER BY memory_fts.rank LIMIT ?", [match, *params, limit]).fetchall()
+            rows.sort(key=lambda r: (-r[-1], r[0]))
+            return [(row_to_memory(r[1:-1]), float(r[-1])) for r in rows]
         return await self._sunk(await anyio.to_thread.run_sync(run), sink)
 
     def _scored_rows(self, score: dict[int, float], where: str, params: list[Any]) -> list[tuple[Memory, float]]:
