@@ -279,10 +279,10 @@ class SearchIndex(Protocol):
     async def keyword_search(self, f: SearchFilters, terms: list[list[str]], limit: int, *,
                              rankable_only: bool = False,
                              sink: VectorSink | None = None) -> list[tuple[Memory, float]]:
-        """Full-text candidates with a BM25 score (higher is better). `terms` from gieok.core.text.query_terms.
-        `rankable_only`: leave out the terms too common for all their matches to be ranked
-        (gieok.store.shared.MAX_SCORED_MATCHES), and find nothing when every term is. `sink`: also the
-        returned rows' vectors."""
+        """Full-text candidates with a BM25 score (higher is better), equal scores in the order the rows were
+        stored (both backends, whatever their plan). `terms` from gieok.core.text.query_terms. `rankable_only`:
+        leave out the terms too common for all their matches to be ranked (gieok.store.shared.MAX_SCORED_MATCHES),
+        and find nothing when every term is. `sink`: also the returned rows' vectors."""
         ...
 
     async def substring_search(self, f: SearchFilters, needle: str, limit: int) -> list[Memory]:
