@@ -238,7 +238,8 @@ def test_a_row_with_nothing_beside_it_stands_for_its_own_neighbour() -> None:
     # left without the neighbour term, the note came second; taken as its own context, first.
     note = Memory(id="n", user_id="u", content="Billing deploys on Tuesdays.", kind="semantic", created_at=NOW)
     turn = Memory(id="t", user_id="u", content="Sure, I'll check the logs.", session_id="s", created_at=NOW)
-    recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
+    # (Every row here is tied by its cosine alone; the share of the first's score they need is judged elsewhere.)
+    recipe = replace(RECIPES["hybrid"], cos_floor=0.7, cos_only_share=0.0)
     hits = rank([Candidate(note, cos=0.88, alone=True), Candidate(turn, cos=0.86, neighbour_cos=0.88)],
                 query_tokens=set(), query_text="q", now=NOW, recipe=recipe, limit=2)
     assert [h.memory.id for h in hits] == ["n", "t"]

@@ -251,6 +251,27 @@ async def test_a_new_users_notes_show_what_matches_and_nothing_else(tmp_path: Pa
             assert out.notes == ["nothing stored matches this, in meaning or in words"]
 
 
+A_TEAMS_NOTES = ["We deploy on Tuesdays", "회의록: 다음 분기 예산은 3천만원으로 확정",
+                 "The staging database password rotates every 90 days", "월요일 오전 10시에 팀 스탠드업 회의",
+                 "토요일 아침마다 한강에서 달리기"]
+
+
+@pytest.mark.parametrize("query, shown", [("다음 분기 예산", [1]), ("when do we deploy?", [0]),
+                                          ("주말 운동 일정", [4, 3, 0])])
+async def test_a_row_far_below_the_first_in_meaning_only_is_not_shown(tmp_path: Path, query: str,
+                                                                      shown: list[int]) -> None:
+    # A new user's check: "다음 분기 예산" listed "We deploy on Tuesdays" under the budget note, by its cosine alone
+    # (0.835, over the Korean-to-English threshold), at a third of the budget note's score. Rows close to the
+    # first's score stay: the weekend run's note, then the two schedules, found by meaning alone.
+    async with e5_service(tmp_path, []) as svc:
+        for note in A_TEAMS_NOTES:
+            await svc.remember(MessageIn(content=note, user_id="alice", kind="semantic", importance=0.8,
+                                         created_at=NOW.isoformat()))
+        out = await svc.search(svc.filters("alice"), query, now=NOW)
+        assert [h.memory.content for h in out.hits] == [A_TEAMS_NOTES[i] for i in shown], [
+            (h.memory.content, round(h.parts["cosine"], 3), round(h.score, 3)) for h in out.hits]
+
+
 def test_a_stray_word_is_judged_in_the_querys_own_script_only() -> None:
     from types import SimpleNamespace
 
@@ -272,7 +293,8 @@ def test_a_stray_word_is_judged_in_the_querys_own_script_only() -> None:
 def test_a_row_with_anything_but_a_cosine_under_its_floor_is_judged_as_before() -> None:
     def cand(i: int, cos: float, **kw: object) -> Candidate:
         return Candidate(Memory(id=f"m{i}", user_id="u", content=f"note {i}"), cos=cos, cos_only_floor=0.82, **kw)
-    recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
+    # The floor alone (the share of the first result's score is the next test's).
+    recipe = replace(RECIPES["hybrid"], cos_floor=0.7, cos_only_share=0.0)
     cands = [cand(0, 0.90, bm25=2.0), cand(1, 0.80), cand(2, 0.80, bm25=0.5), cand(3, 0.80, date_match=1.0),
              cand(4, 0.80, substring=True), cand(5, 0.80, neighbour_cos=0.85), cand(6, 0.83)]
     got = {h.memory.id for h in rank(cands, query_tokens=set(), query_text="note", now=NOW, recipe=recipe,
@@ -285,3 +307,29 @@ def test_a_row_with_anything_but_a_cosine_under_its_floor_is_judged_as_before() 
     # closest stands for the match, the others are not shown beside it.
     assert [h.memory.id for h in rank([cand(1, 0.80), cand(7, 0.81), cand(8, 0.79)], query_tokens=set(),
                                       query_text="note", now=NOW, recipe=recipe, limit=10)] == ["m7"]
+
+
+def test_a_row_tied_by_its_cosine_alone_needs_a_share_of_the_first_results_score() -> None:
+    def cand(i: int, cos: float, **kw: object) -> Candidate:
+        return Candidate(Memory(id=f"m{i}", user_id="u", content=f"note {i}"), cos=cos, **kw)
+    recipe = replace(RECIPES["hybrid"], cos_floor=0.7)
+
+    def shown(*cands: Candidate) -> list[str]:
+        hits = rank(list(cands), query_tokens=set(), query_text="note", now=NOW, recipe=recipe, limit=10)
+        return [h.memory.id for h in hits]
+    first = cand(0, 0.90, bm25=2.0)       # matched in meaning and in words
+    scores = {h.memory.id: h.score for h in rank([first, cand(1, 0.83), cand(9, 0.83, bm25=0.3)],
+                                                   query_tokens=set(), query_text="note", now=NOW,
+                                                   recipe=replace(recipe, cos_only_share=0.0), limit=10)}
+    assert scores["m1"] < recipe.cos_only_share * scores["m0"]       # the case this is about, not a vacuous one
+    assert shown(first, cand(1, 0.83)) == ["m0"]
+    # The same cosine with anything else that ties it to the query is shown as before: a word, a date, a
+    # substring.
+    assert shown(first, cand(2, 0.83, bm25=0.3)) == ["m0", "m2"]
+    assert shown(first, cand(3, 0.83, date_match=1.0)) == ["m0", "m3"]
+    assert shown(first, cand(4, 0.83, substring=True)) == ["m0", "m4"]
+    # Close to the first result's score, a row tied by its cosine alone is shown beside it.
+    assert shown(first, cand(5, 0.89)) == ["m0", "m5"]
+    # And the first result itself may be one (a paraphrase with no shared word): then what follows it is judged
+    # against it.
+    assert shown(cand(6, 0.90), cand(7, 0.86)) == ["m6", "m7"]

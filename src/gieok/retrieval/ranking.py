@@ -164,11 +164,15 @@ class _Parts:
         return reasons
 
 
+def _cosine_only(c: Candidate, p: _Parts) -> bool:
+    """Whether nothing but its cosines ties this candidate to the query: no word, tag, title, date or substring."""
+    return not p.bm and not p.jac and not p.title and not p.date and not c.substring
+
+
 def _cosine_only_below_floor(c: Candidate, p: _Parts) -> bool:
     """Whether nothing but a cosine under its floor (`Candidate.cos_only_floor`) ties this candidate to the
     query: no word, tag, title, date or substring, and no neighbour that reaches the floor."""
-    return (c.cos_only_floor > 0 and p.cos < c.cos_only_floor and p.nb < c.cos_only_floor and not p.bm
-            and not p.jac and not p.title and not p.date and not c.substring)
+    return (c.cos_only_floor > 0 and p.cos < c.cos_only_floor and p.nb < c.cos_only_floor and _cosine_only(c, p))
 
 
 _Rel = tuple[float, float, float, float, float, float, float]     # relevance, cos, bm, jac, title, date, nb
@@ -277,6 +281,9 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         left[i] = False
         taken[i] = True
         _s, c, p, _o = scored[i]
+        if picked and best_s < recipe.cos_only_share * picked[0].score and _cosine_only(c, p):
+            # Resembling the query in meaning only, far below what the first result matched by (Recipe).
+            continue
         key = same_words_key(c.memory)
         if (first := by_words.get(key)) is not None:
             # The same words again (a rule restated every session, a stock reply): embedded beside different

@@ -101,6 +101,13 @@ class Recipe:
     # (`model_cos_floor`), since the band depends on the model; 0 keeps the raw cosine.
     cos_floor: float | None = None
     keep_threshold: float = 0.05
+    # A row tied to the query by its cosine alone (no word, tag, title, date or substring) is shown beside the
+    # first result only with at least this share of its score (gieok.retrieval.ranking). Over a few notes the
+    # model puts every short text near every question: "다음 분기 예산" listed "We deploy on Tuesdays" (cosine
+    # 0.835, over its pair's threshold) at a third of the budget note's score. `gieok bench notes`: unrelated
+    # notes beside an answer 24 → 16 (set a) and 54 → 43 (set b), no answer lost; every dev set identical to
+    # three decimals at 0.3–0.5 (a chat row shares a word with most questions). At 0.5 set b lost two answers.
+    cos_only_share: float = 0.4
     half_life: dict[str, float] = field(default_factory=lambda: dict(HALF_LIFE_DAYS))
 
 
