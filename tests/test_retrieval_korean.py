@@ -17,6 +17,7 @@ from gieok.retrieval.model_cosines import model_pair_thresholds
 from gieok.retrieval.ranking import Candidate, rank
 from gieok.retrieval.recipes import RECIPES
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script
+from gieok.retrieval.search import SearchOutcome
 from tests.conftest import e5_service, plain_service
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -203,6 +204,20 @@ async def test_a_date_the_query_names_is_a_match_in_words_and_question_words_alo
         assert [h.memory.content for h in (await svc.search(window, "뭐 했어?", now=NOW)).hits] == NEW_USER[2:0:-1]
 
 
+async def _search_notes(tmp_path: Path, notes: list[str], query: str) -> SearchOutcome:
+    """`query` over `notes`, each remembered just now as `gieok add` does (a pinned fact, importance 0.8)."""
+    async with e5_service(tmp_path, []) as svc:
+        for note in notes:
+            await svc.remember(MessageIn(content=note, user_id="alice", kind="semantic", importance=0.8,
+                                         created_at=NOW.isoformat()))
+        return await svc.search(svc.filters("alice"), query, now=NOW)
+
+
+def _shown(out: SearchOutcome) -> list[tuple[str, float, float, list[str]]]:
+    """What a failed assertion prints: each result with its cosine, score and reasons."""
+    return [(h.memory.content, round(h.parts["cosine"], 3), round(h.score, 3), h.recall_reason) for h in out.hits]
+
+
 NOTES = ["배포는 매주 화요일 오후 3시에 한다", "스테이징 서버 포트는 8443이다",
          "팀 회의는 목요일 10시, 회의록은 노션에 남긴다", "The billing service uses PostgreSQL 16 with pgvector",
          "할머니가 지난주에 돌아가셔서 이번 주는 휴가야",
@@ -216,13 +231,8 @@ async def test_rows_at_chance_are_not_shown_beside_the_match(tmp_path: Path, que
     # (할머니…, 팀 회의…) at cosine 0.80, labelled semantic matches, where two unrelated Korean texts score 0.84.
     # Remembered just now as `gieok add` does (a pinned fact, importance 0.8): recent and important, an
     # unrelated note's score cleared the keep threshold.
-    async with e5_service(tmp_path, []) as svc:
-        for note in NOTES:
-            await svc.remember(MessageIn(content=note, user_id="alice", kind="semantic", importance=0.8,
-                                         created_at=NOW.isoformat()))
-        out = await svc.search(svc.filters("alice"), query, now=NOW)
-        assert [h.memory.content for h in out.hits] == [NOTES[answer]], [
-            (h.memory.content, round(h.parts["cosine"], 3), h.recall_reason) for h in out.hits]
+    out = await _search_notes(tmp_path, NOTES, query)
+    assert [h.memory.content for h in out.hits] == [NOTES[answer]], _shown(out)
 
 
 ENGLISH_NOTES = ["We deploy on Tuesdays", "The staging server is staging.internal, port 8443",
@@ -240,15 +250,10 @@ async def test_a_new_users_notes_show_what_matches_and_nothing_else(tmp_path: Pa
     # (cosine 0.80, above the level of chance, under the no-match threshold) beneath the deploy note, "recipe" four
     # unrelated English notes beneath the kimchi stew's, and "how do I get to the airport?" fell back to showing
     # the puppy's note as a keyword match, for "gets" (cosine 0.72: further from the question than chance).
-    async with e5_service(tmp_path, []) as svc:
-        for note in ENGLISH_NOTES:
-            await svc.remember(MessageIn(content=note, user_id="alice", kind="semantic", importance=0.8,
-                                         created_at=NOW.isoformat()))
-        out = await svc.search(svc.filters("alice"), query, now=NOW)
-        assert [h.memory.content for h in out.hits] == [ENGLISH_NOTES[i] for i in shown], [
-            (h.memory.content, round(h.parts["cosine"], 3), h.recall_reason) for h in out.hits]
-        if not shown:
-            assert out.notes == ["nothing stored matches this, in meaning or in words"]
+    out = await _search_notes(tmp_path, ENGLISH_NOTES, query)
+    assert [h.memory.content for h in out.hits] == [ENGLISH_NOTES[i] for i in shown], _shown(out)
+    if not shown:
+        assert out.notes == ["nothing stored matches this, in meaning or in words"]
 
 
 A_TEAMS_NOTES = ["We deploy on Tuesdays", "회의록: 다음 분기 예산은 3천만원으로 확정",
@@ -263,13 +268,8 @@ async def test_a_row_far_below_the_first_in_meaning_only_is_not_shown(tmp_path: 
     # A new user's check: "다음 분기 예산" listed "We deploy on Tuesdays" under the budget note, by its cosine alone
     # (0.835, over the Korean-to-English threshold), at a third of the budget note's score. Rows close to the
     # first's score stay: the weekend run's note, then the two schedules, found by meaning alone.
-    async with e5_service(tmp_path, []) as svc:
-        for note in A_TEAMS_NOTES:
-            await svc.remember(MessageIn(content=note, user_id="alice", kind="semantic", importance=0.8,
-                                         created_at=NOW.isoformat()))
-        out = await svc.search(svc.filters("alice"), query, now=NOW)
-        assert [h.memory.content for h in out.hits] == [A_TEAMS_NOTES[i] for i in shown], [
-            (h.memory.content, round(h.parts["cosine"], 3), round(h.score, 3)) for h in out.hits]
+    out = await _search_notes(tmp_path, A_TEAMS_NOTES, query)
+    assert [h.memory.content for h in out.hits] == [A_TEAMS_NOTES[i] for i in shown], _shown(out)
 
 
 def test_a_stray_word_is_judged_in_the_querys_own_script_only() -> None:

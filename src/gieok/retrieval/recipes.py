@@ -106,7 +106,7 @@ class Recipe:
     # model puts every short text near every question: "다음 분기 예산" listed "We deploy on Tuesdays" (cosine
     # 0.835, over its pair's threshold) at a third of the budget note's score. `gieok bench notes`: unrelated
     # notes beside an answer 24 → 16 (set a) and 54 → 43 (set b), no answer lost; every dev set identical to
-    # three decimals at 0.3–0.5 (a chat row shares a word with most questions). At 0.5 set b lost two answers.
+    # three decimals at 0.4 and at 0.5 (a chat row shares a word with most questions); at 0.5 set b lost two answers.
     cos_only_share: float = 0.4
     half_life: dict[str, float] = field(default_factory=lambda: dict(HALF_LIFE_DAYS))
 
