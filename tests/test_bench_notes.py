@@ -51,6 +51,12 @@ def test_the_tally_counts_what_it_names() -> None:
     t.add([], ["n1", "n2"])          # two notes shown for nothing
     assert (t.answerable, t.first, t.shown, t.nothing, t.beside) == (3, 1, 2, 1, 2)
     assert (t.unanswerable, t.quiet, t.noise) == (2, 1, 2)
+    assert (t.undersold, t.oversold) == (0, 1)
+    t.add(["n1"], ["n1"], fallback=True)     # the answer, under "no close match"
+    t.add(["n2"], ["n3"], fallback=True)     # no answer shown: nothing undersold
+    t.add([], ["n1"], fallback=True)         # shown as keyword matches only: not oversold
+    t.add([], [], fallback=True)
+    assert (t.undersold, t.oversold) == (1, 1)
 
 
 def test_bench_notes_end_to_end(tmp_path: Path) -> None:
@@ -69,6 +75,7 @@ def test_bench_notes_end_to_end(tmp_path: Path) -> None:
     assert set(s["by_script"]) == {"hangul", "latin"}
     text = runner.invoke(app, ["bench", "notes", "--data", str(p)]).output
     assert "answer first   2" in text and "unanswerable   2: nothing shown   2" in text
+    assert 'answers shown under "no close match"  0' in text and "shown notes as close in meaning  0" in text
     bad = tmp_path / "bad.tsv"
     bad.write_text("q\tq1\tx\n", encoding="utf-8")
     res = runner.invoke(app, ["bench", "notes", "--data", str(bad)])

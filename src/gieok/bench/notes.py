@@ -73,18 +73,25 @@ class Tally:
     unanswerable: int = 0
     quiet: int = 0           # nothing shown for a question nothing answers
     noise: int = 0           # results shown for questions nothing answers
+    # What the search said of its results (requirement: notes that speak to people). An answer shown under "no
+    # close match" undersells it; notes shown for a question nothing answers, as matches in meaning, oversell them.
+    undersold: int = 0       # answer shown, the search saying nothing was close in meaning
+    oversold: int = 0        # a question nothing answers, notes shown as close in meaning
 
-    def add(self, answers: list[str], got: list[str]) -> None:
+    def add(self, answers: list[str], got: list[str], *, fallback: bool = False) -> None:
+        """One query's results `got`; `fallback`: the search said nothing was close in meaning."""
         if answers:
             self.answerable += 1
             self.first += bool(got) and got[0] in answers
             self.shown += bool(set(got) & set(answers))
             self.nothing += not got
             self.beside += sum(g not in answers for g in got)
+            self.undersold += fallback and bool(set(got) & set(answers))
         else:
             self.unanswerable += 1
             self.quiet += not got
             self.noise += len(got)
+            self.oversold += bool(got) and not fallback
 
 
 @dataclass(slots=True)
@@ -116,8 +123,9 @@ async def run_set(s: NotesSet, *, limit: int = 5) -> SetResult:
             for qid, text, answers in s.queries:
                 out = await svc.search(f, text, limit=limit, now=NOW)
                 got = [ids.get(h.memory.id, "?") for h in out.hits]
-                res.all.add(answers, got)
-                res.by_script.setdefault(text_script(text), Tally()).add(answers, got)
+                fallback = out.mode == "fallback"
+                res.all.add(answers, got, fallback=fallback)
+                res.by_script.setdefault(text_script(text), Tally()).add(answers, got, fallback=fallback)
                 if (answers and (not got or got[0] not in answers)) or (not answers and got):
                     res.misses.append({"id": qid, "query": text, "answers": answers, "shown": got,
                                        "mode": out.mode})
@@ -141,11 +149,17 @@ def _line(label: str, t: dict[str, int]) -> str:
             f"{t['unanswerable']:3d}: nothing shown {t['quiet']:3d}, notes shown {t['noise']:3d}")
 
 
+def _said_line(t: dict[str, int]) -> str:
+    return (f"{'  said':9s}: answers shown under \"no close match\" {t['undersold']:2d}  |  questions nothing answers "
+            f"shown notes as close in meaning {t['oversold']:2d}")
+
+
 def format_report(res: dict[str, Any]) -> list[str]:
     lines = []
     for s in res["sets"]:
         lines.append(f"set {s['name']}: {s['notes']} notes saved as `gieok add` saves them; top 5 per query")
         lines.append(_line("  all", s["all"]))
+        lines.append(_said_line(s["all"]))
         for script, t in s["by_script"].items():
             lines.append(_line("  " + ("Korean" if script == HANGUL else "English"), t))
     lines.append(f"wall {res['wall_s']} s")
