@@ -52,11 +52,14 @@ def test_the_tally_counts_what_it_names() -> None:
     assert (t.answerable, t.first, t.shown, t.nothing, t.beside) == (3, 1, 2, 1, 2)
     assert (t.unanswerable, t.quiet, t.noise) == (2, 1, 2)
     assert (t.undersold, t.oversold) == (0, 1)
-    t.add(["n1"], ["n1"], fallback=True)     # the answer, under "no close match"
-    t.add(["n2"], ["n3"], fallback=True)     # no answer shown: nothing undersold
-    t.add([], ["n1"], fallback=True)         # shown as keyword matches only: not oversold
-    t.add([], [], fallback=True)
+    t.add(["n1"], ["n1"], mode="fallback")     # the answer, under "no close match"
+    t.add(["n2"], ["n3"], mode="fallback")     # no answer shown: nothing undersold
+    t.add([], ["n1"], mode="fallback")         # shown as keyword matches only: not oversold
+    t.add([], ["n1"], mode="recent")           # the newest notes, for a query of question words only: neither
+    t.add([], [], mode="fallback")
     assert (t.undersold, t.oversold) == (1, 1)
+    t.add([], ["n2"], mode="vector")
+    assert t.oversold == 2
 
 
 def test_bench_notes_end_to_end(tmp_path: Path) -> None:

@@ -78,8 +78,11 @@ class Tally:
     undersold: int = 0       # answer shown, the search saying nothing was close in meaning
     oversold: int = 0        # a question nothing answers, notes shown as close in meaning
 
-    def add(self, answers: list[str], got: list[str], *, fallback: bool = False) -> None:
-        """One query's results `got`; `fallback`: the search said nothing was close in meaning."""
+    def add(self, answers: list[str], got: list[str], *, mode: str = "hybrid") -> None:
+        """One query's results `got`; `mode`: the search's (gieok.retrieval.search): "fallback" says nothing was
+        close in meaning, "hybrid" and "vector" that what it shows was; "recent" (a query of question words only)
+        says neither."""
+        fallback = mode == "fallback"
         if answers:
             self.answerable += 1
             self.first += bool(got) and got[0] in answers
@@ -91,7 +94,7 @@ class Tally:
             self.unanswerable += 1
             self.quiet += not got
             self.noise += len(got)
-            self.oversold += bool(got) and not fallback
+            self.oversold += bool(got) and mode in ("hybrid", "vector")
 
 
 @dataclass(slots=True)
@@ -123,9 +126,8 @@ async def run_set(s: NotesSet, *, limit: int = 5) -> SetResult:
             for qid, text, answers in s.queries:
                 out = await svc.search(f, text, limit=limit, now=NOW)
                 got = [ids.get(h.memory.id, "?") for h in out.hits]
-                fallback = out.mode == "fallback"
-                res.all.add(answers, got, fallback=fallback)
-                res.by_script.setdefault(text_script(text), Tally()).add(answers, got, fallback=fallback)
+                res.all.add(answers, got, mode=out.mode)
+                res.by_script.setdefault(text_script(text), Tally()).add(answers, got, mode=out.mode)
                 if (answers and (not got or got[0] not in answers)) or (not answers and got):
                     res.misses.append({"id": qid, "query": text, "answers": answers, "shown": got,
                                        "mode": out.mode})
