@@ -109,17 +109,32 @@ def query_terms(query: str) -> list[list[str]]:
     return unique
 
 
+def _word_terms(query: str) -> list[tuple[str, list[str], bool]]:
+    """(the word as a person reads it, its term, whether it is a stopword or function word) per query word: a
+    Korean word's stem, particles and endings cut, as the bigrams of that stem."""
+    out: list[tuple[str, list[str], bool]] = []
+    for w, cjk in _tokens(without_counters(query)):
+        if cjk:
+            stem = query_stem(w) if _is_hangul(w) else w
+            out.append((stem, _cjk_grams(stem), function_word(w)))
+        else:
+            out.append((w, [_stem(w)], w in STOPWORDS))
+    return out
+
+
 def _split_terms(query: str) -> tuple[list[list[str]], list[list[str]]]:
     """(content terms, stopword terms) of a query, in order."""
     terms: list[list[str]] = []
     fallback: list[list[str]] = []
-    for w, cjk in _tokens(without_counters(query)):
-        if cjk:
-            stem = query_stem(w) if _is_hangul(w) else w
-            (fallback if function_word(w) else terms).append(_cjk_grams(stem))
-        else:
-            (fallback if w in STOPWORDS else terms).append([_stem(w)])
+    for _w, term, stop in _word_terms(query):
+        (fallback if stop else terms).append(term)
     return terms, fallback
+
+
+def query_word_terms(query: str) -> list[tuple[str, list[str]]]:
+    """Each content word of a query as a person reads it, with its term, in order: how a result names the words
+    it shares with the query."""
+    return [(w, term) for w, term, stop in _word_terms(query) if not stop]
 
 
 def has_content_words(query: str) -> bool:

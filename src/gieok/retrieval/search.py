@@ -28,6 +28,7 @@ from gieok.retrieval.ranking import Candidate, own_relevance, rank
 from gieok.retrieval.recipes import Recipe
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
+from gieok.retrieval.shared_words import name_shared_words
 from gieok.retrieval.shown import set_cosine_only_floors, stray_word_match
 from gieok.retrieval.time_words import asks_when, states_time
 from gieok.retrieval.verdict import pair_band, semantic_verdict
@@ -39,6 +40,7 @@ FALLBACK_NOTE = "no close match; showing keyword matches"
 NOTHING_NOTE = "nothing stored matches this, in meaning or in words"
 FALLBACK_DATES_NOTE = "no close match; showing keyword matches and what was stored on the dates it names"
 NO_WORDS_NOTE = "the question names nothing to look for; showing the newest memories"
+NOTE_WORDS = 5      # the shared words a fallback's note names at most (each result's reason names its own)
 
 
 @dataclass(slots=True)
@@ -141,8 +143,12 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
     hits = await with_same_error(store, f, query, hits, limit=limit)
+    named = name_shared_words(hits, query, [*arms.translated, *arms.synonyms])
     if FALLBACK_NOTE in notes and (not hits or any(h.parts.get("date") and not h.parts.get("bm25") for h in hits)):
         notes[notes.index(FALLBACK_NOTE)] = FALLBACK_DATES_NOTE if hits else NOTHING_NOTE
+    elif FALLBACK_NOTE in notes and named:
+        # The words say why these rows were shown when nothing is close in meaning: the reader can judge them.
+        notes[notes.index(FALLBACK_NOTE)] = f"{FALLBACK_NOTE} ({', '.join(named[:NOTE_WORDS])})"
     return SearchOutcome(hits, mode, notes)
 
 
