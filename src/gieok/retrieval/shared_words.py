@@ -24,23 +24,24 @@ _READ_CHARS = 4000
 _LATIN_WORD = re.compile(r"[A-Za-z0-9\u00df-\u024f]+")
 
 
-def _holds(tokens: Sequence[str], term: Sequence[str]) -> bool:
-    """Whether `term` (a phrase of adjacent tokens) occurs in `tokens`."""
+def _holds(tokens: Sequence[str], present: set[str], term: Sequence[str]) -> bool:
+    """Whether `term` (a phrase of adjacent tokens) occurs in `tokens` (whose set is `present`)."""
     n = len(term)
-    if n == 0 or n > len(tokens):
+    if n == 0 or any(t not in present for t in term):
         return False
-    first = term[0]
-    return any(tokens[i] == first and list(tokens[i:i + n]) == list(term) for i in range(len(tokens) - n + 1))
+    if n == 1:
+        return True
+    first, want = term[0], list(term)
+    return any(tokens[i] == first and tokens[i:i + n] == want for i in range(len(tokens) - n + 1))
 
 
-def _as_written(text: str, term: Sequence[str]) -> str:
-    """How the row writes a translated or synonym term: its words whose stems are the term's, else the term."""
+def _as_written(words: list[str], stems: list[str], term: Sequence[str]) -> str:
+    """How the row writes a translated or synonym term: its words (`words`, stemmed `stems`) whose stems are
+    the term's, else the term."""
     if term and all(t.isascii() for t in term):
-        words = _LATIN_WORD.findall(text)
-        stems = [stem_word(w) for w in words]
-        n = len(term)
+        n, want = len(term), list(term)
         for i in range(len(stems) - n + 1):
-            if stems[i:i + n] == list(term):
+            if stems[i] == want[0] and stems[i:i + n] == want:
                 return " ".join(words[i:i + n]).lower()
         return " ".join(term)
     # A Korean term is the bigrams of one word: its first syllable and each bigram's second.
@@ -49,15 +50,28 @@ def _as_written(text: str, term: Sequence[str]) -> str:
 
 def words_in(title: str, content: str, query: str, other_terms: Sequence[Sequence[str]] = ()) -> list[str]:
     """The query's words, then the other terms (translations, synonyms), that the row's own text holds."""
+    return _words_in(title, content, query_word_terms(query), other_terms)
+
+
+def _words_in(title: str, content: str, query_words: list[tuple[str, list[str]]],
+              other_terms: Sequence[Sequence[str]]) -> list[str]:
     text = content[:_READ_CHARS]
     # The tokens the index holds for the row (core.text.row_index_text, before they are joined).
     tokens = index_tokens(f"{title}\n{text}" if title else text)
+    present = set(tokens)
     out: list[str] = []
-    for word, term in query_word_terms(query):
-        if word not in out and _holds(tokens, term):
+    for word, term in query_words:
+        if word not in out and _holds(tokens, present, term):
             out.append(word)
+    words: list[str] = []
+    stems: list[str] = []
     for other in other_terms:
-        if _holds(tokens, other) and (w := _as_written(f"{title}\n{text}", other)) not in out:
+        if not _holds(tokens, present, other):
+            continue
+        if not words:
+            words = _LATIN_WORD.findall(f"{title}\n{text}")
+            stems = [stem_word(w) for w in words]
+        if (w := _as_written(words, stems, other)) not in out:
             out.append(w)
     return out
 
@@ -66,12 +80,13 @@ def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Seq
     """Each keyword match's reason names the words it shares with the query; returns every word named: the
     query's own in its order, then the translations and synonyms in the order first named."""
     named: list[str] = []
+    query_words = query_word_terms(query)
     for h in hits:
         if KEYWORD_REASON not in h.recall_reason:
             continue
-        words = words_in(h.memory.title, h.memory.content, query, other_terms)
+        words = _words_in(h.memory.title, h.memory.content, query_words, other_terms)
         if words:
             h.recall_reason[h.recall_reason.index(KEYWORD_REASON)] = f"{KEYWORD_REASON}: {', '.join(words)}"
             named.extend(w for w in words if w not in named)
-    own = [w for w, _term in query_word_terms(query)]
+    own = [w for w, _term in query_words]
     return sorted(named, key=lambda w: (own.index(w), 0) if w in own else (len(own), named.index(w)))
