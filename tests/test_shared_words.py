@@ -42,6 +42,15 @@ def test_a_row_that_does_not_hold_the_words_itself_keeps_the_plain_reason() -> N
     assert name_shared_words([long], "pottery") == [] and long.recall_reason == ["keyword match"]
 
 
+def test_a_long_list_of_long_rows_is_read_up_to_a_budget() -> None:
+    # 30 rows of 2,000 characters: the first 20 (40,000 characters) name their word, the rest keep the plain
+    # reason rather than cost the search their reading.
+    hits = [Hit(Memory(id=str(i), user_id="u", content="pottery " + "x" * 1992), 0.5, {}, ["keyword match"])
+            for i in range(30)]
+    assert name_shared_words(hits, "pottery") == ["pottery"]
+    assert [h.recall_reason for h in hits] == [["keyword match: pottery"]] * 20 + [["keyword match"]] * 10
+
+
 def test_the_words_named_put_the_querys_own_first() -> None:
     hits = [Hit(Memory(id="a", user_id="u", content="나는 매일 아침 커피를 마신다"), 0.9, {}, ["keyword match"]),
             Hit(Memory(id="b", user_id="u", content="Coffee with the team"), 0.8, {}, ["semantic match (cosine 0.86)",

@@ -18,9 +18,11 @@ from gieok.core.models import Hit
 from gieok.core.text import index_tokens, query_word_terms, stem_word
 
 KEYWORD_REASON = "keyword match"
-# A row's text is read up to here: a long file or transcript still names a word it holds near its start,
-# and reading all of it would cost the search time it is measured by.
-_READ_CHARS = 4000
+# A row's text is read up to here, and a search's rows up to the budget (~0.1 ms per 1,000 characters): a long
+# file or transcript still names a word it holds near its start, and a list of 200 long rows does not cost
+# the search tens of milliseconds for its reasons. Past them a keyword match keeps the plain reason.
+_READ_CHARS = 2000
+_READ_BUDGET = 40_000
 _LATIN_WORD = re.compile(r"[A-Za-z0-9\u00df-\u024f]+")
 
 
@@ -81,9 +83,13 @@ def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Seq
     query's own in its order, then the translations and synonyms in the order first named."""
     named: list[str] = []
     query_words = query_word_terms(query)
+    budget = _READ_BUDGET
     for h in hits:
         if KEYWORD_REASON not in h.recall_reason:
             continue
+        budget -= min(len(h.memory.content), _READ_CHARS) + len(h.memory.title)
+        if budget < 0:
+            break
         words = _words_in(h.memory.title, h.memory.content, query_words, other_terms)
         if words:
             h.recall_reason[h.recall_reason.index(KEYWORD_REASON)] = f"{KEYWORD_REASON}: {', '.join(words)}"
