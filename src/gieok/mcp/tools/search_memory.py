@@ -39,7 +39,8 @@ async def search_memory(
                                                                          "those out.")] = None,
 ) -> dict[str, Any]:
     """Search long-term memory (semantic + keyword) with optional filters: your own memories, your teams'
-    shared ones and public ones. Each result has its score parts, a recall_reason and its owner; a line said
+    shared ones and public ones. Each result has its score parts, a recall_reason (a keyword match names the
+    words it shares with your query: judge a result shown for a word alone by that word) and its owner; a line said
     more than once is one result with repeated (how many times, first and last); memories about code list
     their files and, when those changed since, possibly_stale with the reason. Paste an
     error or stack trace as the query to find the turns that saw the same error first, with the answer that
