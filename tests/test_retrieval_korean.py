@@ -68,9 +68,12 @@ async def test_a_korean_query_with_no_close_match_answers_as_its_english_twin(sv
     f = svc.filters("alice")
     ko, en = await svc.search(f, korean, now=NOW), await svc.search(f, english, now=NOW)
     assert ko.mode == en.mode == "fallback"
-    # The note names the word the rows hold, as the row writes it ("cat" for 고양이).
-    assert ko.notes == en.notes == (["no close match; showing keyword matches (cat)"] if en.hits else
-                                    ["nothing stored matches this, in meaning or in words"])
+    # The note names the word the rows hold, as the row writes it, after the Korean word it translates.
+    if en.hits:
+        assert en.notes == ["no close match; showing keyword matches (cat)"], en.notes
+        assert ko.notes == ["no close match; showing keyword matches (고양이 → cat)"], ko.notes
+    else:
+        assert ko.notes == en.notes == ["nothing stored matches this, in meaning or in words"]
     assert [h.memory.id for h in ko.hits] == [h.memory.id for h in en.hits]
     assert all(h.memory.content != TEXTS[PINNED] for h in ko.hits)
 

@@ -30,6 +30,9 @@ def test_translations_and_synonyms_are_named_as_the_row_writes_them() -> None:
     assert words_in("", "The cat gets salmon kibble", "고양이 사료", [["cat"], ["feed"]]) == ["cat"]
     # A Korean synonym's bigrams read back as its word.
     assert words_in("", "여름 축제 일정", "페스티벌", [["축제"]]) == ["축제"]
+    # A translation whose query word is known comes after it.
+    assert words_in("", "The cat gets salmon kibble", "고양이 사료", [["cat"]], {("cat",): "고양이"}) == \
+        ["고양이 → cat"]
 
 
 def test_a_row_that_does_not_hold_the_words_itself_keeps_the_plain_reason() -> None:
@@ -68,8 +71,10 @@ NOTES = ["We deploy on Tuesdays", "회의록: 다음 분기 예산은 3천만원
     # A new user's check: the budget note came back for "예산 얼마로 정했지?" under a note that named no word.
     ("예산 얼마로 정했지?", "no close match; showing keyword matches (예산)", "keyword match: 예산"),
     # Nothing is about a dentist: the dinner booking is shown for 예약 alone, and the note says so.
-    ("치과 예약", "no close match; showing keyword matches (reservation)", "keyword match: reservation"),
-    ("고양이 사료", "no close match; showing keyword matches (cat)", "keyword match: cat")])
+    # A translation is named after the Korean word it translates, as the dictionary knows that word.
+    ("치과 예약을 했나?", "no close match; showing keyword matches (예약 → reservation)",
+     "keyword match: 예약 → reservation"),
+    ("고양이 사료", "no close match; showing keyword matches (고양이 → cat)", "keyword match: 고양이 → cat")])
 async def test_a_fallback_names_the_words_its_results_hold(tmp_path: Path, query: str, note: str,
                                                            reason: str) -> None:
     out = await _search_notes(tmp_path, NOTES, query)

@@ -61,6 +61,7 @@ class Arms:
     rendered: list[Vector] = field(default_factory=list)
     bridged: list[list[str]] = field(default_factory=list)       # the bridge's English terms
     translated: list[list[str]] = field(default_factory=list)    # those that translate (Bridged.dictionary)
+    translated_from: dict[tuple[str, ...], str] = field(default_factory=dict)   # (Bridged.sources)
     bridged_hits: Rows = field(default_factory=list)
     synonyms: list[list[str]] = field(default_factory=list)
     synonym_hits: Rows = field(default_factory=list)
@@ -126,6 +127,7 @@ class Arms:
         br = await _bridged(self.store, self.embedder, self.f, self.query, self.terms)
         self.bridged.extend(br.terms)
         self.translated.extend(br.dictionary)
+        self.translated_from.update(br.sources)
         async with anyio.create_task_group() as tg:
             if self.bridged:
                 tg.start_soon(self._bridged_keywords)

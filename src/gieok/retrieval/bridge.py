@@ -199,6 +199,9 @@ class Bridged:
     # The part of `terms` that translates: the dictionary's, and a loanword's original (TRANSLATION_STAND_OUT); not
     # the model's guesses.
     dictionary: list[list[str]] = field(default_factory=list)
+    # The query word each of `dictionary` translates (its stem), for a result to say what it matched:
+    # "예약 → reservation".
+    sources: dict[tuple[str, ...], str] = field(default_factory=dict)
 
 
 _QUERY_PIECE = re.compile("[\uac00-\ud7af]+|[A-Za-z0-9][A-Za-z0-9+.'-]*")
@@ -295,6 +298,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     index = _STEMS.get(terms)
     known = [list(t) for t in have]
     from_dictionary: list[list[str]] = []
+    sources: dict[tuple[str, ...], str] = {}
     render: dict[str, str] = {}
     by_word: list[list[list[str]] | None] = []     # None: the model's nearest words translate it
     for i, (written, w) in enumerate(forms):
@@ -308,7 +312,12 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             firsts = [found[0] for found in by_part if found]
         if got:
             render[w] = " ".join(terms[index[t]] for first in firsts for t in first)
-            from_dictionary.extend(t for t in got if t not in from_dictionary and t not in known)
+            # The word as the dictionary knows it: as written where that is a headword (고양이, not the stem 고양).
+            source = written if ko_lexicon.senses(written, by_first_syllables=False) else w
+            for t in got:
+                if t not in from_dictionary and t not in known:
+                    from_dictionary.append(t)
+                    sources.setdefault(tuple(t), source)
         elif not senses or not (ko_lexicon.senses(written, by_first_syllables=False)
                                 or ko_lexicon.senses(w, by_first_syllables=False)):
             # A word the dictionary does not know (a loanword, a name), or knows only by its first syllables
@@ -337,6 +346,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
                         and sounds_alike(w, near[i][0][0])):
                     # A loanword's English original (레디스 → redis): a translation, not a guess.
                     from_dictionary.append(chosen[0])
+                    sources.setdefault(tuple(chosen[0]), w)
         out.extend(t for t in chosen if t not in out and t not in known)
     pieces: list[str] = []
     for piece in _QUERY_PIECE.findall(query):
@@ -344,7 +354,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             pieces.append(piece)
         elif (stem := query_stem(piece)) in render:
             pieces.append(render.pop(stem))
-    return Bridged(out, " ".join(pieces), from_dictionary)
+    return Bridged(out, " ".join(pieces), from_dictionary, sources)
 
 
 async def bridge_terms(store: TermVectors, emb: Embedder, user_id: str, query: str,

@@ -143,7 +143,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
     hits = await with_same_error(store, f, query, hits, limit=limit)
-    named = name_shared_words(hits, query, [*arms.translated, *arms.synonyms])
+    named = name_shared_words(hits, query, [*arms.translated, *arms.synonyms], arms.translated_from)
     if FALLBACK_NOTE in notes and (not hits or any(h.parts.get("date") and not h.parts.get("bm25") for h in hits)):
         notes[notes.index(FALLBACK_NOTE)] = FALLBACK_DATES_NOTE if hits else NOTHING_NOTE
     elif FALLBACK_NOTE in notes and named:

@@ -6,13 +6,14 @@ note under "no close match; showing keyword matches", and "치과 예약" would 
 only where the row's own title or text holds it, read as the full-text index reads them; a row matched
 through its neighbours' messages or a librarian's gloss keeps the plain reason. The query's words are named
 as the person wrote them (a Korean word without its particle), the dictionary's translations and synonyms as
-the row writes them ("cat" for 고양이 over an English note).
+the row writes them, a translation after the query's word it translates ("고양이 → cat" over an English note), so
+that a Korean reader sees how the search read their word.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gieok.core.models import Hit
 from gieok.core.text import index_tokens, query_word_terms, stem_word
@@ -50,13 +51,15 @@ def _as_written(words: list[str], stems: list[str], term: Sequence[str]) -> str:
     return term[0] + "".join(g[-1] for g in term[1:]) if term else ""
 
 
-def words_in(title: str, content: str, query: str, other_terms: Sequence[Sequence[str]] = ()) -> list[str]:
-    """The query's words, then the other terms (translations, synonyms), that the row's own text holds."""
-    return _words_in(title, content, query_word_terms(query), other_terms)
+def words_in(title: str, content: str, query: str, other_terms: Sequence[Sequence[str]] = (),
+             sources: Mapping[tuple[str, ...], str] | None = None) -> list[str]:
+    """The query's words, then the other terms (translations, synonyms), that the row's own text holds;
+    a term in `sources` after the query word it translates."""
+    return _words_in(title, content, query_word_terms(query), other_terms, sources or {})
 
 
 def _words_in(title: str, content: str, query_words: list[tuple[str, list[str]]],
-              other_terms: Sequence[Sequence[str]]) -> list[str]:
+              other_terms: Sequence[Sequence[str]], sources: Mapping[tuple[str, ...], str]) -> list[str]:
     text = content[:_READ_CHARS]
     # The tokens the index holds for the row (core.text.row_index_text, before they are joined).
     tokens = index_tokens(f"{title}\n{text}" if title else text)
@@ -73,12 +76,16 @@ def _words_in(title: str, content: str, query_words: list[tuple[str, list[str]]]
         if not words:
             words = _LATIN_WORD.findall(f"{title}\n{text}")
             stems = [stem_word(w) for w in words]
-        if (w := _as_written(words, stems, other)) not in out:
+        w = _as_written(words, stems, other)
+        if (source := sources.get(tuple(other))) is not None:
+            w = f"{source} → {w}"
+        if w not in out:
             out.append(w)
     return out
 
 
-def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Sequence[str]] = ()) -> list[str]:
+def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Sequence[str]] = (),
+                      sources: Mapping[tuple[str, ...], str] | None = None) -> list[str]:
     """Each keyword match's reason names the words it shares with the query; returns every word named: the
     query's own in its order, then the translations and synonyms in the order first named."""
     named: list[str] = []
@@ -90,7 +97,7 @@ def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Seq
         budget -= min(len(h.memory.content), _READ_CHARS) + len(h.memory.title)
         if budget < 0:
             break
-        words = _words_in(h.memory.title, h.memory.content, query_words, other_terms)
+        words = _words_in(h.memory.title, h.memory.content, query_words, other_terms, sources or {})
         if words:
             h.recall_reason[h.recall_reason.index(KEYWORD_REASON)] = f"{KEYWORD_REASON}: {', '.join(words)}"
             named.extend(w for w in words if w not in named)
