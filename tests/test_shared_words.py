@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gieok.core.models import Hit, Memory
-from gieok.retrieval.shared_words import name_shared_words, words_in
+from gieok.retrieval.shared_words import joined, name_shared_words, words_in
 from tests.test_retrieval_korean import _search_notes, _shown
 
 
@@ -52,6 +52,11 @@ def test_a_long_list_of_long_rows_is_read_up_to_a_budget() -> None:
             for i in range(30)]
     assert name_shared_words(hits, "pottery") == ["pottery"]
     assert [h.recall_reason for h in hits] == [["keyword match: pottery"]] * 20 + [["keyword match"]] * 10
+
+
+def test_a_words_translations_are_listed_together() -> None:
+    assert joined(["배포 → deploy", "일정", "배포 → release", "deploy"]) == "배포 → deploy/release, 일정, deploy"
+    assert joined([]) == ""
 
 
 def test_the_words_named_put_the_querys_own_first() -> None:

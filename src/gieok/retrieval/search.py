@@ -28,7 +28,7 @@ from gieok.retrieval.ranking import Candidate, own_relevance, rank
 from gieok.retrieval.recipes import Recipe
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
-from gieok.retrieval.shared_words import name_shared_words
+from gieok.retrieval.shared_words import joined, name_shared_words
 from gieok.retrieval.shown import set_cosine_only_floors, stray_word_match
 from gieok.retrieval.time_words import asks_when, states_time
 from gieok.retrieval.verdict import pair_band, semantic_verdict
@@ -148,7 +148,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
         notes[notes.index(FALLBACK_NOTE)] = FALLBACK_DATES_NOTE if hits else NOTHING_NOTE
     elif FALLBACK_NOTE in notes and named:
         # The words say why these rows were shown when nothing is close in meaning: the reader can judge them.
-        notes[notes.index(FALLBACK_NOTE)] = f"{FALLBACK_NOTE} ({', '.join(named[:NOTE_WORDS])})"
+        notes[notes.index(FALLBACK_NOTE)] = f"{FALLBACK_NOTE} ({joined(named[:NOTE_WORDS])})"
     return SearchOutcome(hits, mode, notes)
 
 

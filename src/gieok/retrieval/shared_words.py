@@ -84,6 +84,21 @@ def _words_in(title: str, content: str, query_words: list[tuple[str, list[str]]]
     return out
 
 
+def joined(words: Sequence[str]) -> str:
+    """The words as one list, a Korean word's translations together: "배포 → deploy/release, 일정"."""
+    out: list[str] = []
+    at: dict[str, int] = {}
+    for w in words:
+        source, arrow, target = w.partition(" → ")
+        if arrow and source in at:
+            out[at[source]] += f"/{target}"
+        else:
+            if arrow:
+                at[source] = len(out)
+            out.append(w)
+    return ", ".join(out)
+
+
 def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Sequence[str]] = (),
                       sources: Mapping[tuple[str, ...], str] | None = None) -> list[str]:
     """Each keyword match's reason names the words it shares with the query; returns every word named: the
@@ -99,7 +114,7 @@ def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Seq
             break
         words = _words_in(h.memory.title, h.memory.content, query_words, other_terms, sources or {})
         if words:
-            h.recall_reason[h.recall_reason.index(KEYWORD_REASON)] = f"{KEYWORD_REASON}: {', '.join(words)}"
+            h.recall_reason[h.recall_reason.index(KEYWORD_REASON)] = f"{KEYWORD_REASON}: {joined(words)}"
             named.extend(w for w in words if w not in named)
     own = [w for w, _term in query_words]
     return sorted(named, key=lambda w: (own.index(w), 0) if w in own else (len(own), named.index(w)))
