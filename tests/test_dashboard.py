@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -18,9 +19,12 @@ from gieok.core.principal import Principal
 from gieok.mcp.state import ServiceSlot
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
+from gieok.retrieval.shared_words import reason_words
 from gieok.ui.app import Dashboard
+from gieok.ui.format import highlight
 from gieok.ui.routes import dashboard_app
 from gieok.ui.session import COOKIE
+from tests.conftest import e5_service
 
 CSRF = re.compile(r'name="csrf(?:" value|-token" content)="([^"]+)"')
 
@@ -72,6 +76,25 @@ async def test_pages_render_with_korean_and_no_outside_resources(svc: MemoryServ
     static = await ui.get("/ui/static/htmx.min.js")
     assert static.status_code == 200 and "htmx" in static.text[:200]
     assert (await ui.get("/ui")).status_code == 308
+
+
+async def test_a_korean_search_marks_the_english_words_it_matched(tmp_path: Path) -> None:
+    # "치과 예약" over an English note: nothing of the query is in the text, so nothing was marked; the result's
+    # reason names 예약 → reservation, and the page marks "reservation" as it marks a query's own words.
+    async with e5_service(tmp_path, ["Dinner reservation at Jungsik on Friday at 7pm",
+                                     "We deploy on Tuesdays"]) as svc, client(svc) as c:
+        page = (await c.get("/ui/search", params={"q": "치과 예약"})).text
+    assert "Dinner <mark>reservation</mark> at" in page, page[page.find("<ol"):][:2000]
+    assert "keyword match: 예약 → reservation" in page and "Tuesdays" not in page
+
+
+def test_a_results_translations_are_marked_as_whole_words() -> None:
+    assert reason_words(["semantic match (cosine 0.86)", "keyword match: 예산, 예약 → reservation/booking"]) == \
+        ["예산", "reservation", "booking"]
+    marked = highlight("Dinner reservation; the category of cats, a cat", "치과 예약", None, ["reservation", "cat"])
+    assert str(marked) == "Dinner <mark>reservation</mark>; the category of cats, a <mark>cat</mark>"
+    # The query's own words still mark the start of longer words, as before.
+    assert str(highlight("We keep deploying", "deploy", None, ["deploy"])) == "We keep <mark>deploy</mark>ing"
 
 
 async def test_empty_store_says_what_to_do(ui: httpx2.AsyncClient) -> None:

@@ -118,3 +118,17 @@ def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Seq
             named.extend(w for w in words if w not in named)
     own = [w for w, _term in query_words]
     return sorted(named, key=lambda w: (own.index(w), 0) if w in own else (len(own), named.index(w)))
+
+
+def reason_words(reasons: Sequence[str]) -> list[str]:
+    """The words of the rows that a result's keyword reason names (a translation's English, not its Korean),
+    for a page to mark in the text as it marks the query's own: "keyword match: 예약 → reservation" gives
+    reservation."""
+    out: list[str] = []
+    for r in reasons:
+        if not r.startswith(KEYWORD_REASON + ": "):
+            continue
+        for item in r[len(KEYWORD_REASON) + 2:].split(", "):
+            _source, arrow, targets = item.partition(" → ")
+            out.extend(w for w in (targets.split("/") if arrow else [item]) if w and w not in out)
+    return out

@@ -1,9 +1,11 @@
 """Jinja filters: times people read at a glance, labels, and query matches highlighted in a memory's text
-(Korean words match with their particles attached: "회의" marks "회의를")."""
+(Korean words match with their particles attached: "회의" marks "회의를"; a Korean query's English translations
+mark the English rows that hold them)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -12,6 +14,7 @@ from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from gieok.core.dates import utcnow
+from gieok.retrieval.shared_words import reason_words
 
 _WORD = re.compile(r"[\w\-.]+", re.UNICODE)
 # Korean particles a query word may carry that its occurrences in text do not (and the other way round).
@@ -46,20 +49,33 @@ def query_words(query: str) -> list[str]:
     return sorted(out, key=len, reverse=True)
 
 
-def highlight(text: str, query: str | None, limit: int | None = None) -> Markup:
-    """`text` escaped, with each occurrence of a query word in <mark>; cut to `limit` characters around the
-    first match when given."""
-    words = query_words(query or "")
+def _piece(word: str, *, whole: bool = False) -> str:
+    """A word's pattern: a Latin word from the start of a word only ("cat" marks cats, not education), and with
+    `whole` to its end too."""
+    if not (word[:1].isascii() and word[:1].isalnum()):
+        return re.escape(word)
+    return r"(?<![a-z0-9])" + re.escape(word) + (r"(?![a-z0-9])" if whole else "")
+
+
+def highlight(text: str, query: str | None, limit: int | None = None, also: Sequence[str] = ()) -> Markup:
+    """`text` escaped, with each occurrence of a query word, and of the words `also` names (a result's
+    translations of them, gieok.retrieval.shared_words.reason_words), in <mark>; cut to `limit` characters
+    around the first match when given."""
+    # The result's words are as its text writes them: whole words; the query's may begin longer ones (deploy,
+    # deploying).
+    own = set(query_words(query or ""))
+    named = {w.lower() for w in also if len(w) >= 2} - own
+    words = sorted(own | named, key=len, reverse=True)
+    pattern = re.compile("|".join(_piece(w, whole=w in named) for w in words), re.IGNORECASE) if words else None
     if limit is not None and len(text) > limit:
         start = 0
-        if words:
-            m = re.search("|".join(map(re.escape, words)), text, re.IGNORECASE)
+        if pattern is not None:
+            m = pattern.search(text)
             if m and m.start() > limit // 3:
                 start = m.start() - limit // 3
         text = ("…" if start else "") + text[start:start + limit] + ("…" if start + limit < len(text) else "")
-    if not words:
+    if pattern is None:
         return escape(text)
-    pattern = re.compile("|".join(map(re.escape, words)), re.IGNORECASE)
     out, last = [], 0
     for m in pattern.finditer(text):
         out.append(escape(text[last:m.start()]))
@@ -88,5 +104,5 @@ def pct(x: float) -> str:
 
 
 def install(env: Environment) -> None:
-    env.filters.update(when=when, ago=ago, highlight=highlight, pct=pct, hangul=hangul)
+    env.filters.update(when=when, ago=ago, highlight=highlight, pct=pct, hangul=hangul, reason_words=reason_words)
     env.globals.update(qs=qs)
