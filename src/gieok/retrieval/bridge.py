@@ -199,8 +199,8 @@ class Bridged:
     # The part of `terms` that translates: the dictionary's, and a loanword's original (TRANSLATION_STAND_OUT); not
     # the model's guesses.
     dictionary: list[list[str]] = field(default_factory=list)
-    # The query word each of `dictionary` translates (its stem), for a result to say what it matched:
-    # "예약 → reservation".
+    # The query word each of `dictionary` translates, as the dictionary knows it (as written where that is a
+    # headword, else its stem), for a result to say what it matched: "예약 → reservation".
     sources: dict[tuple[str, ...], str] = field(default_factory=dict)
 
 
