@@ -68,15 +68,14 @@ def _words_in(title: str, content: str, query_words: list[tuple[str, list[str]]]
     for word, term in query_words:
         if word not in out and _holds(tokens, present, term):
             out.append(word)
-    words: list[str] = []
-    stems: list[str] = []
+    written: tuple[list[str], list[str]] | None = None     # the row's Latin words and their stems, read once
     for other in other_terms:
         if not _holds(tokens, present, other):
             continue
-        if not words:
+        if written is None:
             words = _LATIN_WORD.findall(f"{title}\n{text}")
-            stems = [stem_word(w) for w in words]
-        w = _as_written(words, stems, other)
+            written = (words, [stem_word(w) for w in words])
+        w = _as_written(*written, other)
         if (source := sources.get(tuple(other))) is not None:
             w = f"{source} → {w}"
         if w not in out:
@@ -116,8 +115,9 @@ def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Seq
         if words:
             h.recall_reason[h.recall_reason.index(KEYWORD_REASON)] = f"{KEYWORD_REASON}: {joined(words)}"
             named.extend(w for w in words if w not in named)
-    own = [w for w, _term in query_words]
-    return sorted(named, key=lambda w: (own.index(w), 0) if w in own else (len(own), named.index(w)))
+    own = {w: i for i, (w, _term) in reversed(list(enumerate(query_words)))}
+    # Stable: the translations and synonyms keep the order they were first named in.
+    return sorted(named, key=lambda w: own.get(w, len(query_words)))
 
 
 def reason_words(reasons: Sequence[str]) -> list[str]:
