@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gieok.core.korean import without_counters
-from gieok.core.text import prefix_terms, query_terms
+from gieok.core.text import function_word, prefix_terms, query_terms
 from gieok.retrieval.bridge import query_words
 
 
@@ -52,3 +52,17 @@ def test_the_bridge_translates_content_words_only() -> None:
     words = query_words("Melanie는 2023년 10월에 가족이 자기를 지지해 주는 것에 대해 어떻게 느꼈어?")
     assert "가족" in words and "지지" in words
     assert not {"것에", "대해", "년", "월에"} & set(words), words
+
+
+@pytest.mark.parametrize("word", ["있지", "있니", "있나", "있다", "있음", "있고", "있으면", "있었나", "있잖아", "했지",
+                                  "했나", "했던"])
+def test_the_forms_of_be_and_did_are_function_words(word: str) -> None:
+    # "스테이징 DB 비번 어디 있지?": the dictionary glossed 있지 "keep", and a note saying "Keep spending under …"
+    # was shown for it. 있다 is "be" / "have" and 했 "did", English stopwords all three.
+    assert function_word(word)
+    assert query_words(f"비번 어디 {word}") == ["비번"]
+
+
+@pytest.mark.parametrize("word", ["맛있지", "재밌었어", "하늘", "하루", "하와이", "해외"])
+def test_a_word_that_only_holds_those_syllables_is_not(word: str) -> None:
+    assert not function_word(word)
