@@ -88,6 +88,15 @@ async def test_a_korean_search_marks_the_english_words_it_matched(tmp_path: Path
     assert "keyword match: 예약 → reservation" in page and "Tuesdays" not in page
 
 
+async def test_an_english_search_marks_the_korean_words_it_matched(tmp_path: Path) -> None:
+    # The other way: "mom's birthday" over a Korean note marks the note's 엄마 and 생신 (생신은: with its particle).
+    async with e5_service(tmp_path, ["엄마 생신은 3월 5일, 케이크 예약하기", "We deploy on Tuesdays"]) as svc, \
+            client(svc) as c:
+        page = (await c.get("/ui/search", params={"q": "mom's birthday"})).text
+    assert "<mark>엄마</mark> <mark>생신</mark>은" in page, page[page.find("<ol"):][:2000]
+    assert "keyword match: mom → 엄마, birthday → 생신" in page
+
+
 def test_a_results_translations_are_marked_as_whole_words() -> None:
     assert reason_words(["semantic match (cosine 0.86)", "keyword match: 예산, 예약 → reservation/booking"]) == \
         ["예산", "reservation", "booking"]

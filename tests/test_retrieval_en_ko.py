@@ -30,6 +30,13 @@ def test_english_words_map_to_the_korean_nouns_the_memory_writes() -> None:
     assert en_ko.korean_terms("job", ["직책을 맡았다", "일자리", "직업"]) == [["직책"], ["일자", "자리"]]
 
 
+def test_each_korean_term_keeps_the_english_word_it_translates() -> None:
+    # For a result to say which of the query's words each Korean word stands for ("birthday → 생신").
+    pool = ["엄마 생신은 3월 5일", "네트워킹 행사에 가기로 했어"]
+    assert en_ko.translations("mom's birthday networking", pool) == [
+        (["엄마"], "mom"), (["생신"], "birthday"), (["네트", "트워", "워킹"], "networking")]
+
+
 def test_a_word_without_a_translation_is_matched_by_sound() -> None:
     pool = ["네트워킹 행사에 가기로 했어", "타투는 몇 년 전에 했어", "민수가 보낸 메일을 읽었다"]
     assert en_ko.korean_terms("networking events", pool) == [["네트", "트워", "워킹"], ["행사"]]

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from gieok.core.models import Hit, Memory
+from gieok.retrieval import ko_glosses
 from gieok.retrieval.shared_words import joined, name_shared_words, words_in
+from tests.conftest import e5_service
 from tests.test_retrieval_korean import _search_notes, _shown
 
 
@@ -36,7 +38,7 @@ def test_translations_and_synonyms_are_named_as_the_row_writes_them() -> None:
 
 
 def test_a_row_that_does_not_hold_the_words_itself_keeps_the_plain_reason() -> None:
-    # Matched through its neighbours' messages or a gloss: nothing in its own text to name.
+    # Matched through its neighbours' messages: nothing in its own text to name.
     hit = Hit(Memory(id="a", user_id="u", content="Yes, it was great!"), 0.5, {}, ["keyword match", "recent"])
     named = name_shared_words([hit], "pottery class")
     assert named == [] and hit.recall_reason == ["keyword match", "recent"]
@@ -91,3 +93,28 @@ async def test_a_close_match_names_its_shared_words_too(tmp_path: Path) -> None:
     out = await _search_notes(tmp_path, NOTES, "다음 분기 예산")
     assert out.mode == "hybrid" and out.notes == [], out.notes
     assert "keyword match: 다음, 분기, 예산" in out.hits[0].recall_reason, _shown(out)
+
+
+async def test_an_english_word_met_by_a_korean_words_gloss_names_that_word() -> None:
+    # The librarian writes each Korean word's English gloss into the row's full-text document, and an English
+    # query meets the row by it: "savings deposit day" showed four notes as a bare "keyword match".
+    await ko_glosses.ready()
+    text = "전세 보증금은 2억, 관리비는 매달 25일"
+    assert words_in("", text, "lease deposit day", glosses=True) == ["deposit → 보증금", "day → 일"]
+    # 전세 is glossed "situation of war" (the dictionary's other 전세), so "lease" is not named: the name shows
+    # what the index holds, right or wrong.
+    assert words_in("", text, "lease deposit day") == []          # glosses only where asked for
+    # A word a translation named already is not named again from the gloss.
+    assert words_in("", "엄마 생신은 3월 5일", "mom's birthday", [["생신"]], {("생신",): "birthday"},
+                    glosses=True) == ["birthday → 생신", "mom → 엄마"]
+
+
+async def test_an_english_query_over_korean_notes_names_the_notes_words(tmp_path: Path) -> None:
+    # Before, "mom's birthday" showed the note under "keyword match: 엄마, 생신": Korean words an English reader
+    # had not written, with nothing to say which of theirs each stood for.
+    notes = ["엄마 생신은 3월 5일, 케이크 예약하기", "전세 보증금은 2억, 계약은 내년 3월까지", "We deploy on Tuesdays"]
+    async with e5_service(tmp_path, notes) as svc:      # the librarian runs once: the glosses are written
+        for query, reason in (("mom's birthday", "keyword match: mom → 엄마, birthday → 생신"),
+                              ("how much is the lease deposit?", "keyword match: deposit → 보증금")):
+            out = await svc.search(svc.filters("alice"), query, limit=3, count_view=False)
+            assert out.hits and reason in out.hits[0].recall_reason, _shown(out)

@@ -25,50 +25,18 @@ dictionary lookups, and the hot path's indexed text (gieok.memory.ingest) stays 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from functools import lru_cache
 
 import anyio
 
-from gieok.core.korean import query_stem
 from gieok.core.models import Memory
-from gieok.core.text import function_word, index_text, row_index_text
+from gieok.core.text import index_text, row_index_text
 from gieok.retrieval import ko_lexicon
-from gieok.retrieval.bridge import sense_words
-from gieok.retrieval.ko_sense_order import spells, usual_sense
+from gieok.retrieval.ko_glosses import gloss_words
 from gieok.retrieval.scripts import HANGUL, text_script
 from gieok.store.base import MemoryRows
 
 __all__ = ["catch_up_glosses", "gloss_words", "index_glosses", "indexed_texts"]
-
-_HANGUL_RUN = re.compile("[\uac00-\ud7af]+")
-
-
-def gloss_words(text: str) -> list[str]:
-    """The English words of the glosses of a text's Korean words, in order (function words and endings have
-    none): each word's usual gloss (잃다: "be bereft of; be deprived of; lose; miss" gives "lose"), or the
-    dictionary's first where the model ranked none (a word with one gloss)."""
-    out: list[str] = []
-    for w in _HANGUL_RUN.findall(text):
-        out.extend(_gloss(w))
-    return out
-
-
-@lru_cache(maxsize=16384)
-def _gloss(word: str) -> tuple[str, ...]:
-    # Per word, remembered: a long message repeats its words, and the librarian runs on the event loop (a
-    # 64 KB message of one repeated word took 0.75 s uncached).
-    if function_word(word):
-        return ()
-    stem = query_stem(word)
-    found = ko_lexicon.lookup(word) or ko_lexicon.lookup(stem)
-    if found is None:
-        return ()
-    key, all_senses = found
-    # A gloss that only spells the word in Latin letters ("geuraeseo" for 그래서) translates nothing.
-    senses = tuple(s for s in all_senses if not spells(s, word, stem))
-    return tuple(sense_words(usual_sense(key, senses) or senses[0])) if senses else ()
 
 
 def _glosses(m: Memory) -> str:

@@ -17,7 +17,7 @@ from gieok.core.metrics import EMBED_LATENCY, record_provider_error
 from gieok.core.models import Memory, SearchFilters
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
-from gieok.retrieval import en_ko, ko_lexicon
+from gieok.retrieval import en_ko, ko_glosses, ko_lexicon
 from gieok.retrieval.abbreviations import expanded_terms
 from gieok.retrieval.bridge import Bridged, bridge_query, embed_words, merge_bridged, query_word_forms
 from gieok.retrieval.ko_compounds import MIN_SYLLABLES, compound_parts
@@ -61,7 +61,8 @@ class Arms:
     rendered: list[Vector] = field(default_factory=list)
     bridged: list[list[str]] = field(default_factory=list)       # the bridge's English terms
     translated: list[list[str]] = field(default_factory=list)    # those that translate (Bridged.dictionary)
-    translated_from: dict[tuple[str, ...], str] = field(default_factory=dict)   # (Bridged.sources)
+    # The query's word each translation is of (Bridged.sources; en_ko's for an English query over Korean rows).
+    translated_from: dict[tuple[str, ...], str] = field(default_factory=dict)
     bridged_hits: Rows = field(default_factory=list)
     synonyms: list[list[str]] = field(default_factory=list)
     synonym_hits: Rows = field(default_factory=list)
@@ -151,9 +152,10 @@ class Arms:
         # An English query over Korean memory: the Korean nouns that translate its words, among those its best
         # Korean rows use, are the query's own words for Korean rows as a Korean query's synonyms are (merged,
         # and shown by a fallback, the same way). After the vector search, whose rows choose them.
-        ko_terms, ko_hits = await _korean_terms(self.store, self.f, self.query, self.terms, self.vec_hits,
-                                                self.recipe, self.sink)
-        self.synonyms.extend(ko_terms)
+        found, ko_hits = await _korean_terms(self.store, self.f, self.query, self.terms, self.vec_hits,
+                                             self.recipe, self.sink)
+        self.synonyms.extend(t for t, _word in found)
+        self.translated_from.update((tuple(t), word) for t, word in found)
         self.synonym_hits.extend(ko_hits)
         # The vector search's own rows chose those words, so matching them is no evidence that the search found
         # something (ko 30 memory, questions about other conversations: 19% passed the verdict with it, 7%
@@ -214,22 +216,26 @@ async def _synonyms(embedder: Embedder | None, f: SearchFilters, query: str,
 
 
 async def _korean_terms(store: Store, f: SearchFilters, query: str, terms: list[list[str]], vec_hits: Rows,
-                        recipe: Recipe, sink: VectorSink | None) -> tuple[list[list[str]], Rows]:
-    """Korean terms for an English query (gieok.retrieval.en_ko) and their full-text hits; none when the
-    semantic search's best rows hold no Korean."""
+                        recipe: Recipe, sink: VectorSink | None) -> tuple[list[tuple[list[str], str]], Rows]:
+    """Korean terms for an English query (gieok.retrieval.en_ko), each with the query's word it translates, and
+    their full-text hits; none when the semantic search's best rows hold no Korean."""
     best = sorted(vec_hits, key=lambda t: -t[1])[: en_ko.POOL]
     pool = [m.content for m, _cos in best if not written_in_english(m)]
     if not pool:
         return [], []
     await en_ko.ready()
-    ko = en_ko.korean_terms(query, pool, have=terms)
-    if not ko:
+    # The rows' glosses too, off the event loop: the results may have met the query by them, and say so
+    # (gieok.retrieval.shared_words).
+    await ko_glosses.ready()
+    found = en_ko.translations(query, pool, have=terms)
+    if not found:
         return [], []
+    ko = [t for t, _word in found]
     # Only words whose matches the store can rank all of, as for a Korean query's feedback words: the pool's rows
     # chose them, so their own rows are candidates already, and a translation that more rows hold than a store
     # ranks (회의, "meeting", in a big Korean memory) would add only its newest matches, which say nothing about
     # which rows are about it (ranking them took 18 of an English query's 45 ms at 100,000 memories, PostgreSQL).
-    return ko, await store.keyword_search(f, ko, recipe.candidates, rankable_only=True, sink=sink)
+    return found, await store.keyword_search(f, ko, recipe.candidates, rankable_only=True, sink=sink)
 
 
 async def _rendered(embedder: Embedder, english: str, user_id: str) -> list[Vector]:

@@ -34,7 +34,7 @@ from gieok.core.once import Once
 from gieok.core.text import doc_words, query_terms, stem_word
 from gieok.retrieval import ko_lexicon, ko_synonyms
 
-__all__ = ["by_stem", "english_words", "korean_terms", "ready"]
+__all__ = ["by_stem", "english_words", "korean_terms", "ready", "translations"]
 
 # English content words looked up per query (as the bridge caps Korean ones).
 MAX_QUERY_WORDS = 6
@@ -132,13 +132,20 @@ def korean_terms(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
     those the semantic search's best Korean rows (`pool`, best first) use: the dictionary gives a word all its
     translations (food → 맘마, 음식, 먹거리, …), and the ones the user's own memory writes near the question are
     the ones meant."""
+    return [term for term, _word in translations(query, pool, have=have, top=top)]
+
+
+def translations(query: str, pool: Sequence[str], *, have: Iterable[list[str]] = (),
+                 top: int = TOP_PER_WORD) -> list[tuple[list[str], str]]:
+    """`korean_terms`, each with the query's English word it translates (for a result to say "birthday →
+    생신")."""
     words = english_words(query)
     if not words or not pool:
         return []
     index = by_stem()
     senses = ko_lexicon.senses_table()
     known = [list(t) for t in have]
-    out: list[list[str]] = []
+    out: list[tuple[list[str], str]] = []
     sounds: list[tuple[str, str]] | None = None     # the pool's words by sound, read once if needed
     for w in words:
         cands = index.get(stem_word(w), ())
@@ -158,5 +165,7 @@ def korean_terms(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
             if heard:
                 first[heard] = 0
         for c in sorted(first, key=first.__getitem__)[:top]:
-            out.extend(t for t in query_terms(c) if t not in out and t not in known)
+            for t in query_terms(c):
+                if t not in known and all(t != o for o, _w in out):
+                    out.append((t, w))
     return out

@@ -41,7 +41,7 @@ from gieok.providers.embed.base import Embedder
 from gieok.retrieval import ko_lexicon
 from gieok.retrieval.bridge import sense_words
 
-__all__ = ["DATA_FILE", "build", "spells", "usual_sense"]
+__all__ = ["DATA_FILE", "build", "senses_loaded", "spells", "usual_sense"]
 
 DATA_FILE = "ko_sense_order.json.gz"
 _BATCH = 256
@@ -56,6 +56,11 @@ def _table() -> dict[str, str]:
         return {}
     data = json.loads(gzip.decompress(raw))
     return dict(data["senses"])
+
+
+def senses_loaded() -> bool:
+    """Whether the usual senses have been read (`usual_sense` reads them on first use)."""
+    return _table.cache_info().currsize > 0
 
 
 def usual_sense(key: str, senses: tuple[str, ...]) -> str | None:

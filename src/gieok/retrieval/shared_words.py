@@ -4,10 +4,13 @@
 note under "no close match; showing keyword matches", and "치과 예약" would show a restaurant booking for
 예약 just the same. Naming the word ("keyword match: 예산") lets the reader judge the match. A word is named
 only where the row's own title or text holds it, read as the full-text index reads them; a row matched
-through its neighbours' messages or a librarian's gloss keeps the plain reason. The query's words are named
+through its neighbours' messages keeps the plain reason. The query's words are named
 as the person wrote them (a Korean word without its particle), the dictionary's translations and synonyms as
 the row writes them, a translation after the query's word it translates ("고양이 → cat" over an English note), so
-that a Korean reader sees how the search read their word.
+that a Korean reader sees how the search read their word. An English query over a Korean note names the note's
+word it met the query by, whether the search translated the query's word ("birthday → 생신") or the librarian
+glossed the note's (gieok.retrieval.ko_glosses: "deposit → 보증금"); a wrong gloss is then there to see ("day →
+일" for "25일").
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from gieok.core.models import Hit
 from gieok.core.text import index_tokens, query_word_terms, stem_word
+from gieok.retrieval import ko_glosses
 
 KEYWORD_REASON = "keyword match"
 # A row's text is read up to here, and a search's rows up to the budget (~0.1 ms per 1,000 characters): a long
@@ -24,6 +28,9 @@ KEYWORD_REASON = "keyword match"
 # the search tens of milliseconds for its reasons. Past them a keyword match keeps the plain reason.
 _READ_CHARS = 2000
 _READ_BUDGET = 40_000
+# Korean words whose glosses a search reads to name a word met by one (gieok.retrieval.ko_glosses): ~35 µs each
+# the first time (the librarian glossing a row leaves its words known), so at most ~7 ms a search.
+_GLOSS_WORDS = 200
 _LATIN_WORD = re.compile(r"[A-Za-z0-9\u00df-\u024f]+")
 
 
@@ -52,22 +59,31 @@ def _as_written(words: list[str], stems: list[str], term: Sequence[str]) -> str:
 
 
 def words_in(title: str, content: str, query: str, other_terms: Sequence[Sequence[str]] = (),
-             sources: Mapping[tuple[str, ...], str] | None = None) -> list[str]:
+             sources: Mapping[tuple[str, ...], str] | None = None, *, glosses: bool = False) -> list[str]:
     """The query's words, then the other terms (translations, synonyms), that the row's own text holds;
-    a term in `sources` after the query word it translates."""
-    return _words_in(title, content, query_word_terms(query), other_terms, sources or {})
+    a term in `sources` after the query word it translates. With `glosses`, an English query word the row's
+    text lacks and one of its Korean words' glosses holds, after it ("deposit → 보증금")."""
+    return _words_in(title, content, query_word_terms(query), other_terms, sources or {},
+                     _GLOSS_WORDS if glosses else 0)[0]
 
 
 def _words_in(title: str, content: str, query_words: list[tuple[str, list[str]]],
-              other_terms: Sequence[Sequence[str]], sources: Mapping[tuple[str, ...], str]) -> list[str]:
+              other_terms: Sequence[Sequence[str]], sources: Mapping[tuple[str, ...], str],
+              gloss_words: int) -> tuple[list[str], int]:
+    """`words_in`, reading at most `gloss_words` Korean words' glosses; also returns how many it read."""
     text = content[:_READ_CHARS]
     # The tokens the index holds for the row (core.text.row_index_text, before they are joined).
     tokens = index_tokens(f"{title}\n{text}" if title else text)
     present = set(tokens)
     out: list[str] = []
+    missing: list[tuple[str, str]] = []      # English query words the row's own text lacks, with their token
     for word, term in query_words:
-        if word not in out and _holds(tokens, present, term):
+        if word in out:
+            continue
+        if _holds(tokens, present, term):
             out.append(word)
+        elif gloss_words and len(term) == 1 and term[0].isascii():
+            missing.append((word, term[0]))
     written: tuple[list[str], list[str]] | None = None     # the row's Latin words and their stems, read once
     for other in other_terms:
         if not _holds(tokens, present, other):
@@ -80,7 +96,13 @@ def _words_in(title: str, content: str, query_words: list[tuple[str, list[str]]]
             w = f"{source} → {w}"
         if w not in out:
             out.append(w)
-    return out
+    # A word no translation named may have met one of the row's Korean words by that word's gloss.
+    missing = [(word, t) for word, t in missing if not any(w.startswith(f"{word} → ") for w in out)]
+    read = 0
+    if missing and ko_glosses.HANGUL_RUN.search(text):
+        glossed, read = ko_glosses.glossing_words(text, {t for _w, t in missing}, gloss_words)
+        out.extend(f"{word} → {glossed[t]}" for word, t in missing if t in glossed)
+    return out, read
 
 
 def joined(words: Sequence[str]) -> str:
@@ -104,6 +126,9 @@ def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Seq
     query's own in its order, then the translations and synonyms in the order first named."""
     named: list[str] = []
     query_words = query_word_terms(query)
+    # Glosses only where the dictionary is in memory already (the librarian and an English query over Korean
+    # rows read it): naming a reason never waits for a file.
+    gloss_words = _GLOSS_WORDS if ko_glosses.loaded() else 0
     budget = _READ_BUDGET
     for h in hits:
         if KEYWORD_REASON not in h.recall_reason:
@@ -111,7 +136,9 @@ def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Seq
         budget -= min(len(h.memory.content), _READ_CHARS) + len(h.memory.title)
         if budget < 0:
             break
-        words = _words_in(h.memory.title, h.memory.content, query_words, other_terms, sources or {})
+        words, read = _words_in(h.memory.title, h.memory.content, query_words, other_terms, sources or {},
+                                gloss_words)
+        gloss_words -= read
         if words:
             h.recall_reason[h.recall_reason.index(KEYWORD_REASON)] = f"{KEYWORD_REASON}: {joined(words)}"
             named.extend(w for w in words if w not in named)
