@@ -39,6 +39,16 @@ def test_longer_stems_and_the_commonest_verbs_are_no_prefixes(word: str) -> None
     assert lemmas(word)[0] == word
 
 
+@pytest.mark.parametrize("word, stem", [("키워", "키우"), ("배워", "배우"), ("챙겨", "챙기"), ("마셔", "마시"),
+                                        ("다녀", "다니"), ("바꿔", "바꾸"), ("돼", "되"), ("공부해", "공부하"),
+                                        ("일해요", "일하")])
+def test_a_casual_present_is_read_as_its_verb(word: str, stem: str) -> None:
+    # The casual present contracts the stem's last vowel with 어/아 as the past does, without the ㅆ ("뭐 키워?",
+    # "어디서 일해?"): the dictionary knew none of these forms, so the bridge asked the model (키워 → "kinda").
+    assert stem in lemmas(word) and lemmas(word)[0] == word
+    assert len(stem) == 1 or not prefix_stems(word)      # a longer stem is a bigram phrase, no prefix
+
+
 def test_prefix_terms_of_a_query() -> None:
     assert prefix_terms("지난주에 뭐 썼어?") == [["썼*"], ["쓰*"], ["써*"]]
     assert prefix_terms("What did I write last week?") == []

@@ -28,6 +28,8 @@ _HA = 18 * _VOWELS + 1  # (initial ㅎ, vowel ㅐ): 했 → 하
 # ㅝ→ㅜ (배웠→배우), ㅐ→ㅏ, ㅙ→ㅚ (됐→되), ㅓ→ㅡ or ㅓ (썼→쓰, 섰→서); others stay (갔→가).
 _UNCONTRACT = {6: (20,), 9: (8,), 14: (13,), 1: (0,), 10: (11,), 4: (18, 4)}
 _ENDINGS = ("어요", "아요", "어", "아", "요", "니", "냐", "지")
+# The contracted vowels a casual present ends in (ㅕ ㅘ ㅝ ㅙ: 챙겨, 와, 키워, 돼; and 해), undone as the past's.
+_CASUAL = frozenset({6, 9, 14, 10})
 # The same contraction in the present tense, on a bare one-syllable stem: 써 → 쓰, 봐 → 보, 줘 → 주, 해 → 하.
 _PRESENT = {4: 18, 9: 8, 14: 13, 1: 0}
 # Stems that begin a large share of every Korean text's tokens (하다, 있다, 되다, the copula, demonstratives,
@@ -74,6 +76,14 @@ def lemmas(word: str) -> tuple[str, ...]:
         if initial * _VOWELS + vowel == _HA:
             out.append(w[:-1] + "하")
         for v in _UNCONTRACT.get(vowel, (vowel,)):
+            out.append(w[:-1] + _syllable(initial * _VOWELS + v))
+    elif w and (parts := _parts(w[-1])) and parts[2] == 0 and (parts[1] in _CASUAL or parts[0] * _VOWELS +
+                                                              parts[1] == _HA):
+        # The casual present contracts the stem's last vowel with 어/아 as the past tense does, without the ㅆ:
+        # 키워 → 키우(다), 챙겨 → 챙기(다), 돼 → 되(다), 공부해 → 공부하(다). "뭐 키워?", "어디서 일해?" are how
+        # people ask, and the dictionary knew none of these forms (키워 went to the model, which said "kinda").
+        initial, vowel, _ = parts
+        for v in (0,) if initial * _VOWELS + vowel == _HA else _UNCONTRACT[vowel]:
             out.append(w[:-1] + _syllable(initial * _VOWELS + v))
     # 르-irregular verbs double their ㄹ before 아/어: 골랐 → 고르(다) "chose", 불렀 → 부르(다), 몰라 → 모르(다).
     if len(w) >= 2 and w[-1] in "랐렀라러" and (prev := _parts(w[-2])) and prev[2] == _RIEUL:
