@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gieok.memory.ingest import MessageIn
-from gieok.retrieval.loanwords import english_skeleton, korean_skeleton, sounds_alike
+from gieok.retrieval.loanwords import english_skeleton, korean_skeleton, romanized, sounds_alike, spelled_alike
 from tests.conftest import e5_service
 
 LOANWORDS = [("레디스", "redis"), ("도커", "docker"), ("쿠버네티스", "kubernetes"), ("깃허브", "github"),
@@ -55,3 +55,48 @@ async def test_a_loanword_finds_its_original_when_nothing_is_close_in_meaning(tm
             out = await svc.search(svc.filters("alice"), query, now=now)
             assert [h.memory.content for h in out.hits][:1] == [answer], (query, out.mode, [
                 (h.memory.content, h.recall_reason) for h in out.hits])
+
+
+@pytest.mark.parametrize("korean, english", [("유나", "yuna"), ("지훈", "jihoon"), ("정식", "jungsik"),
+                                             ("하둡", "hadoop"), ("망고", "mango"), ("지라", "jira"),
+                                             ("망원", "mangwon"), ("후드티", "hoodie")])
+def test_korean_in_latin_letters_is_spelled_as_the_korean_word(korean: str, english: str) -> None:
+    assert romanized(english) and spelled_alike(korean, english)
+
+
+@pytest.mark.parametrize("korean, english", [("민호", "mangwon"), ("민수", "mansion"), ("혜진", "minsu")])
+def test_another_korean_word_in_latin_letters_is_not(korean: str, english: str) -> None:
+    # 민호 and mangwon share their consonants ("MN"), which is all `sounds_alike` compares.
+    assert romanized(english) and not spelled_alike(korean, english)
+
+
+def test_english_words_and_loanwords_are_not_read_as_romanization() -> None:
+    assert not any(romanized(w) for w in ("redis", "github", "slack", "kubernetes", "hudson"))
+    # These read as romanization but are English words: the bridge asks the dictionary before comparing vowels,
+    # which Korean spelling changes (노션, 데이터).
+    assert all(romanized(w) for w in ("pipeline", "notion", "data"))
+    assert not spelled_alike("노션", "notion") and sounds_alike("노션", "notion")
+    assert not spelled_alike("데이터", "data") and sounds_alike("데이터", "data")
+
+
+NAMES = ["Hyejin prefers feedback in Slack DMs rather than email.",
+         "Minsu from DevOps handles the Kubernetes cluster upgrades.",
+         "Tennis lesson with Coach Kang every Sunday 8am at Mangwon Hangang courts."]
+
+
+async def test_a_korean_name_finds_its_own_spelling_and_not_another_name(tmp_path: Path) -> None:
+    # The model puts names near names: 민호 (a friend's wedding, nothing stored) found the tennis note by
+    # "mangwon" (망원, a place), shown as "민호 → mangwon"; 혜진님 and 민수 met each other's notes by chance.
+    now = datetime(2025, 6, 1, tzinfo=UTC)
+    async with e5_service(tmp_path, []) as svc:
+        for t in NAMES:
+            await svc.remember(MessageIn(content=t, user_id="alice", kind="semantic", importance=0.8,
+                                         created_at=now.isoformat()))
+        f = svc.filters("alice")
+        got = {}
+        for query in ("민호 결혼식 언제?", "혜진님 메일", "민수 담당"):
+            out = await svc.search(f, query, limit=3, now=now, count_view=False)
+            got[query] = [(h.memory.content, [r for r in h.recall_reason if r.startswith("keyword")]) for h in out.hits]
+    assert got["민호 결혼식 언제?"] == [], got
+    assert got["혜진님 메일"] == [(NAMES[0], ["keyword match: 혜진님 → hyejin"])], got
+    assert got["민수 담당"][:1] == [(NAMES[1], ["keyword match: 민수 → minsu"])], got

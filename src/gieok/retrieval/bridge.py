@@ -38,7 +38,7 @@ from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import ko_lexicon
 from gieok.retrieval.hubs import Probes, model_probes
 from gieok.retrieval.ko_compounds import compound_parts
-from gieok.retrieval.loanwords import sounds_alike
+from gieok.retrieval.loanwords import romanized, sounds_alike, spelled_alike
 from gieok.retrieval.scripts import HANGUL, text_script, written_in_english
 from gieok.store.base import TermVectors
 
@@ -335,6 +335,9 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             functools.partial(nearest_scored, vecs[ask], terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE,
                               hubs=model_probes(emb.name)))
         near = dict(zip(ask, found, strict=True))
+        if any(romanized(x) for got in found for x, _m in got):
+            await ko_lexicon.english_ready()     # its English words, off the event loop the first time
+            near = {i: [(x, m) for x, m in got if not _another_korean_word(forms[i][1], x)] for i, got in near.items()}
     out: list[list[str]] = []
     for i, (_written, w) in enumerate(forms):
         chosen = by_word[i]
@@ -342,9 +345,11 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             chosen = [[stem_word(x)] for x, _m in near[i]]
             if near[i]:
                 render[w] = near[i][0][0]
-                if (near[i][0][1] >= TRANSLATION_STAND_OUT and chosen[0] not in known
-                        and sounds_alike(w, near[i][0][0])):
-                    # A loanword's English original (레디스 → redis): a translation, not a guess.
+                x, above = near[i][0]
+                if chosen[0] not in known and ((above >= TRANSLATION_STAND_OUT and sounds_alike(w, x))
+                                               or (romanized(x) and _spelled_as(w, x))):
+                    # A loanword's English original (레디스 → redis) or a name's own spelling (혜진님 → hyejin):
+                    # a translation, not a guess.
                     from_dictionary.append(chosen[0])
                     sources.setdefault(tuple(chosen[0]), w)
         out.extend(t for t in chosen if t not in out and t not in known)
@@ -355,6 +360,23 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
         elif (stem := query_stem(piece)) in render:
             pieces.append(render.pop(stem))
     return Bridged(out, " ".join(pieces), from_dictionary, sources)
+
+
+_HONORIFICS = frozenset("님씨")
+
+
+def _another_korean_word(korean: str, english: str) -> bool:
+    """Whether `english`, a nearest word of Korean word `korean`, is Korean in Latin letters for another word: a
+    name or a place (민호 → mangwon, which is 망원). The model puts names near names, and the only English for a
+    Korean word that is itself romanized Korean is its own spelling (유나 → yuna). An English word that only reads
+    as romanization (notion, data, piano) is an English word. Call after `ko_lexicon.english_ready`."""
+    return romanized(english) and not ko_lexicon.english_word(english) and not _spelled_as(korean, english)
+
+
+def _spelled_as(korean: str, english: str) -> bool:
+    """Whether `english` spells Korean word `korean`, a name with its honorific attached (혜진님, 민수씨) as the
+    name (gieok.retrieval.loanwords)."""
+    return spelled_alike(korean[:-1] if len(korean) > 2 and korean[-1] in _HONORIFICS else korean, english)
 
 
 async def bridge_terms(store: TermVectors, emb: Embedder, user_id: str, query: str,

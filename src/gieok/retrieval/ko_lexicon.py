@@ -26,10 +26,12 @@ from importlib import resources
 import anyio
 
 from gieok.core.korean_stems import dictionary_lemmas, lemmas
+from gieok.core.once import Once
+from gieok.core.text import stem_word
 from gieok.retrieval.dev_glossary import GLOSSARY
 
-__all__ = ["key_headwords", "keys_of", "lemmas", "loaded", "lookup", "ready", "senses", "senses_table",
-           "split_senses"]
+__all__ = ["english_ready", "english_word", "key_headwords", "keys_of", "lemmas", "loaded", "lookup", "ready",
+           "senses", "senses_table", "split_senses"]
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,27 @@ def loaded() -> bool:
 async def ready() -> dict[str, str]:
     """The table, read off the event loop the first time (a search must not stall every other request)."""
     return _senses if _senses is not None else await anyio.to_thread.run_sync(senses_table)
+
+
+def _english() -> frozenset[str]:
+    return frozenset(stem_word(s) for meaning in senses_table().values() for s in meaning.split("; ")
+                     if s.isalpha() and s.isascii())
+
+
+_ENGLISH = Once(_english)
+
+
+def english_word(word: str) -> bool:
+    """Whether `word` (by its stem) is one of the dictionary's one-word English senses: an English word, where a
+    word of the user's English vocabulary may also be a name or Korean in Latin letters. Call after
+    `english_ready`."""
+    return stem_word(word) in _ENGLISH.get()
+
+
+async def english_ready() -> None:
+    """The English words, gathered off the event loop the first time."""
+    await ready()
+    await _ENGLISH.ready()
 
 
 @lru_cache(maxsize=8192)

@@ -8,6 +8,12 @@ skeleton in the classes Korean spelling keeps apart (r/l as one, k/c/q/g, p/f/b/
 vowels, h, w and y dropped, a doubled class once) and compared. Korean spelling adds its own sounds (ㅅ at a
 syllable's end is said t: 깃 → git; an English r after a vowel is not written: 서버 → server, 멘토 → mentor), so
 those are folded in first.
+
+The skeleton leaves vowels out, so a Korean name sounds like a place written in Latin letters (민호 and mangwon
+are both "MN"). An English word that is itself Korean in Latin letters (it reads as Revised Romanization
+syllables: mangwon, minsu, yuna) is therefore compared vowels and all (`spelled_alike`), where an English word's
+vowels, which Korean spelling changes (notion / 노션, data / 데이터), are not. Korean's own spelling of a loanword
+adds ㅡ between consonants (후드티, hoodie), which is left out.
 """
 
 from __future__ import annotations
@@ -56,6 +62,34 @@ def english_skeleton(word: str) -> str:
     w = word.lower()
     w = _EN_SOFT.sub(lambda m: {"tion": "Sn", "sion": "Sn", "ch": "S", "sh": "S", "ng": "N"}.get(m.group(), ""), w)
     return _skeleton(w)
+
+
+# Revised Romanization syllables: an initial, a vowel, a final.
+_ROMANIZED = re.compile(r"(?:(?:kk|tt|pp|ss|jj|ch|[gndrlmbsjkthp])?"
+                        r"(?:yae|wae|yeo|ae|ya|eo|ye|wa|oe|yo|wo|we|wi|yu|eu|ui|[aeoui])(?:ng|[kntlmp])?)+")
+# Vowels as the romanizations of names spell them (jihoon, jihun; jeong, jung), and each consonant by its class.
+_VOWELS = (("oo", "u"), ("ee", "i"), ("ie", "i"), ("eo", "o"), ("eu", ""), ("ae", "e"))
+# A Korean word and a romanized one alike at least this much (difflib's ratio): 지훈 / jihoon, 정식 / jungsik
+# 0.83, 망고 / mango 0.89, 하둡 / hadoop 1.0; 민호 / mangwon 0.67.
+MIN_SPELLED = 0.75
+
+
+def romanized(english: str) -> bool:
+    """Whether a Latin word reads as Korean written in Revised Romanization (mangwon, minsu, jira)."""
+    return bool(_ROMANIZED.fullmatch(english.lower()))
+
+
+def _spelling(latin: str) -> str:
+    w = latin.lower().replace("ng", "N")
+    for a, b in _VOWELS:
+        w = w.replace(a, b)
+    return "".join(ch if ch in "aeiouN" else _CLASSES.get(ch, "") for ch in w)
+
+
+def spelled_alike(korean: str, english: str) -> bool:
+    """Whether `korean` (Hangul) is `english` (Korean in Latin letters) spelled out, vowels and all."""
+    k, e = _spelling(anyascii(korean)), _spelling(english)
+    return bool(k and e) and difflib.SequenceMatcher(None, k, e).ratio() >= MIN_SPELLED
 
 
 def sounds_alike(korean: str, english: str) -> bool:
