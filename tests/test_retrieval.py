@@ -97,9 +97,10 @@ async def test_weak_best_cosine_falls_back_to_keywords(e5svc: MemoryService) -> 
     out = await e5svc.search(f, "coffee zebrafish", now=NOW)
     assert out.mode == "fallback"
     # Words for people, numbers in parts: the note names the query's words the rows hold.
-    assert out.notes == ["no close match; showing keyword matches (coffee, 커피)"], out.notes
+    assert out.notes == ["no close match; showing keyword matches (coffee → 커피)"], out.notes
     # The English row by its own word, the Korean one by the word's translation its text writes (커피:
-    # gieok.retrieval.en_ko), which a fallback shows as the query's own; nothing else.
+    # gieok.retrieval.en_ko), which a fallback shows as the query's own; nothing else. The note names coffee
+    # once, with its translation.
     assert {h.memory.content for h in out.hits} == {TEXTS[0], TEXTS[1]}
     assert all(h.parts["cosine"] == 0 or any(r.startswith("keyword match") for r in h.recall_reason) for h in out.hits)
     # A real question about stored memory does not fall back at the default.

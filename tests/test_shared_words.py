@@ -59,6 +59,8 @@ def test_a_long_list_of_long_rows_is_read_up_to_a_budget() -> None:
 def test_a_words_translations_are_listed_together() -> None:
     assert joined(["배포 → deploy", "일정", "배포 → release", "deploy"]) == "배포 → deploy/release, 일정, deploy"
     assert joined([]) == ""
+    # A word named alone and translated too is named once, with its translation.
+    assert joined(["coffee", "coffee → 커피", "tea"]) == "coffee → 커피, tea"
 
 
 def test_the_words_named_put_the_querys_own_first() -> None:

@@ -14,6 +14,7 @@ from gieok.core.models import Hit, SearchFilters
 from gieok.core.text import has_content_words, prefix_terms, query_terms, verb_form_terms
 from gieok.providers.embed.base import Embedder
 from gieok.providers.embed.priority import GATE
+from gieok.retrieval import ko_glosses
 from gieok.retrieval.arms import Arms
 from gieok.retrieval.bridge import merge_bridged
 from gieok.retrieval.doc_text import embedded_scripts
@@ -28,7 +29,7 @@ from gieok.retrieval.ranking import Candidate, own_relevance, rank
 from gieok.retrieval.recipes import Recipe
 from gieok.retrieval.same_error import with_same_error
 from gieok.retrieval.scripts import HANGUL, LATIN, text_script, written_in_english
-from gieok.retrieval.shared_words import joined, name_shared_words
+from gieok.retrieval.shared_words import joined, name_shared_words, needs_glosses
 from gieok.retrieval.shown import set_cosine_only_floors, stray_word_match
 from gieok.retrieval.time_words import asks_when, states_time
 from gieok.retrieval.verdict import pair_band, semantic_verdict
@@ -143,6 +144,8 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
                 limit=limit)
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
     hits = await with_same_error(store, f, query, hits, limit=limit)
+    if needs_glosses(hits, query):
+        await ko_glosses.ready()
     named = name_shared_words(hits, query, [*arms.translated, *arms.synonyms], arms.translated_from)
     if FALLBACK_NOTE in notes and (not hits or any(h.parts.get("date") and not h.parts.get("bm25") for h in hits)):
         notes[notes.index(FALLBACK_NOTE)] = FALLBACK_DATES_NOTE if hits else NOTHING_NOTE

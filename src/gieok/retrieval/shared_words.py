@@ -101,15 +101,21 @@ def _words_in(title: str, content: str, query_words: list[tuple[str, list[str]]]
     read = 0
     if missing and ko_glosses.HANGUL_RUN.search(text):
         glossed, read = ko_glosses.glossing_words(text, {t for _w, t in missing}, gloss_words)
-        out.extend(f"{word} → {glossed[t]}" for word, t in missing if t in glossed)
+        # Not a Korean word named already (a synonym's "커피" is not named again as "coffee → 커피").
+        shown = {w.partition(" → ")[2] or w for w in out}
+        out.extend(f"{word} → {glossed[t]}" for word, t in missing if t in glossed and glossed[t] not in shown)
     return out, read
 
 
 def joined(words: Sequence[str]) -> str:
-    """The words as one list, a Korean word's translations together: "배포 → deploy/release, 일정"."""
+    """The words as one list, a word's translations together: "배포 → deploy/release, 일정"; a word named
+    alone and translated too, once, with its translation ("coffee", "coffee → 커피": "coffee → 커피")."""
     out: list[str] = []
     at: dict[str, int] = {}
+    sources = {w.partition(" → ")[0] for w in words if " → " in w}
     for w in words:
+        if w in sources:
+            continue
         source, arrow, target = w.partition(" → ")
         if arrow and source in at:
             out[at[source]] += f"/{target}"
@@ -120,14 +126,21 @@ def joined(words: Sequence[str]) -> str:
     return ", ".join(out)
 
 
+def needs_glosses(hits: Sequence[Hit], query: str) -> bool:
+    """Whether naming `hits`' words may read Korean words' glosses: an English query whose keyword matches
+    include a Korean row. The caller then loads them first (`ko_glosses.ready`), off the event loop."""
+    return any(c.isascii() and c.isalpha() for c in query) and any(
+        KEYWORD_REASON in h.recall_reason and ko_glosses.HANGUL_RUN.search(h.memory.content[:_READ_CHARS])
+        for h in hits)
+
+
 def name_shared_words(hits: Sequence[Hit], query: str, other_terms: Sequence[Sequence[str]] = (),
                       sources: Mapping[tuple[str, ...], str] | None = None) -> list[str]:
     """Each keyword match's reason names the words it shares with the query; returns every word named: the
     query's own in its order, then the translations and synonyms in the order first named."""
     named: list[str] = []
     query_words = query_word_terms(query)
-    # Glosses only where the dictionary is in memory already (the librarian and an English query over Korean
-    # rows read it): naming a reason never waits for a file.
+    # Glosses only where the dictionary is read (`needs_glosses`): naming a reason never waits for a file.
     gloss_words = _GLOSS_WORDS if ko_glosses.loaded() else 0
     budget = _READ_BUDGET
     for h in hits:
