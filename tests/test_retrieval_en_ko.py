@@ -47,6 +47,12 @@ def test_a_word_without_a_translation_is_matched_by_sound() -> None:
     assert en_ko.korean_terms("Jon job", ["존은 좋은 사람이야", "잡채를 먹었다"]) == []
 
 
+def test_a_word_heard_must_have_the_english_words_consonants() -> None:
+    # "wifi password" named its note "wifi → 위키": wifi and wiki are alike letter by letter, but f is no k.
+    terms = en_ko.korean_terms("wifi password", ["회사 와이파이 비밀번호는 사내 위키에 있음"])
+    assert ["위키"] not in terms and ["비밀", "밀번", "번호"] in terms
+
+
 def test_an_english_word_does_not_sound_like_a_korean_word_of_its_own() -> None:
     # "how much food per meal for the dog?" met "관리비는 매달 25일 국민카드로 자동이체" (the monthly management fee):
     # meal sounds like 매달, "every month". Both are dictionary words, and the dictionary does not give one for the

@@ -33,6 +33,7 @@ from gieok.core.korean import query_stem
 from gieok.core.once import Once
 from gieok.core.text import doc_words, query_terms, stem_word
 from gieok.retrieval import ko_lexicon, ko_synonyms
+from gieok.retrieval.loanwords import sounds_alike
 
 __all__ = ["by_stem", "english_words", "korean_terms", "ready", "translations"]
 
@@ -115,7 +116,9 @@ def _sounds_like(w: str, sounds: Sequence[tuple[str, str]]) -> str | None:
         if not k or k[0] != target[0] or abs(len(k) - len(target)) > 3:
             continue    # the first sound and the length rule out most words before difflib is asked
         sm = difflib.SequenceMatcher(None, target, k)
-        if sm.quick_ratio() >= best_r and (r := sm.ratio()) >= best_r:
+        # Its consonants too, by the classes Korean spelling keeps apart (gieok.retrieval.loanwords): wifi and
+        # 위키 (wiki) are alike letter by letter, but f is no k.
+        if sm.quick_ratio() >= best_r and (r := sm.ratio()) >= best_r and sounds_alike(stem, w):
             best, best_r = stem, r
     return best
 
