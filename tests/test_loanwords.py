@@ -98,5 +98,5 @@ async def test_a_korean_name_finds_its_own_spelling_and_not_another_name(tmp_pat
             out = await svc.search(f, query, limit=3, now=now, count_view=False)
             got[query] = [(h.memory.content, [r for r in h.recall_reason if r.startswith("keyword")]) for h in out.hits]
     assert got["민호 결혼식 언제?"] == [], got
-    assert got["혜진님 메일"] == [(NAMES[0], ["keyword match: 혜진님 → hyejin"])], got
+    assert got["혜진님 메일"] == [(NAMES[0], ["keyword match: 메일 → email, 혜진님 → hyejin"])], got
     assert got["민수 담당"][:1] == [(NAMES[1], ["keyword match: 민수 → minsu"])], got

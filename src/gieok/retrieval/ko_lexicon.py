@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from functools import lru_cache
 from importlib import resources
@@ -27,11 +28,11 @@ import anyio
 
 from gieok.core.korean_stems import dictionary_lemmas, lemmas
 from gieok.core.once import Once
-from gieok.core.text import stem_word
+from gieok.core.text import STOPWORDS, stem_word
 from gieok.retrieval.dev_glossary import GLOSSARY
 
 __all__ = ["english_ready", "english_word", "key_headwords", "keys_of", "lemmas", "loaded", "lookup", "ready",
-           "senses", "senses_table", "split_senses"]
+           "sense_words", "senses", "senses_table", "split_senses"]
 
 log = logging.getLogger(__name__)
 
@@ -166,3 +167,16 @@ def senses(word: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
     """English senses of a Korean query word (stem), as `lookup` finds them; none when it knows no lemma."""
     got = lookup(word, by_first_syllables=by_first_syllables)
     return got[1] if got else ()
+
+
+_SENSE_WORD = re.compile("[a-z]+")
+# Words of a dictionary sense that say nothing about it ("be allowed", "do something").
+_SENSE_FILLER = frozenset({"be", "someone", "something", "one"}) | STOPWORDS
+_SENSE_MAX_WORDS = 2
+
+
+def sense_words(sense: str) -> list[str]:
+    """The English words that carry a dictionary sense ("be bereft of" → bereft), none when it is a definition
+    rather than a translation (more than two such words)."""
+    words = [w for w in _SENSE_WORD.findall(sense.lower()) if w not in _SENSE_FILLER]
+    return words if len(words) <= _SENSE_MAX_WORDS else []

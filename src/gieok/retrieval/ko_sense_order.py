@@ -34,14 +34,14 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+import anyio
 import numpy as np
 from anyascii import anyascii
 
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval import ko_lexicon
-from gieok.retrieval.bridge import sense_words
 
-__all__ = ["DATA_FILE", "build", "senses_loaded", "spells", "usual_sense"]
+__all__ = ["DATA_FILE", "build", "ready", "senses_loaded", "spells", "usual_sense"]
 
 DATA_FILE = "ko_sense_order.json.gz"
 _BATCH = 256
@@ -61,6 +61,12 @@ def _table() -> dict[str, str]:
 def senses_loaded() -> bool:
     """Whether the usual senses have been read (`usual_sense` reads them on first use)."""
     return _table.cache_info().currsize > 0
+
+
+async def ready() -> None:
+    """The usual senses, read off the event loop the first time."""
+    if not senses_loaded():
+        await anyio.to_thread.run_sync(_table)
 
 
 def usual_sense(key: str, senses: tuple[str, ...]) -> str | None:
@@ -96,7 +102,7 @@ async def build(embedder: Embedder, path: Path, keys: Iterable[str] | None = Non
         # next sense ("barn", "earn").
         translating = [s for s in senses
                        if _LETTER.search(s.lower()) and not spells(s, key, texts.get(key, key), key + "다")]
-        if len({tuple(sense_words(s)) for s in translating}) > 1:
+        if len({tuple(ko_lexicon.sense_words(s)) for s in translating}) > 1:
             todo[key] = translating
     strings = sorted({texts.get(k, k) for k in todo} | {s for ss in todo.values() for s in ss})
     vecs: dict[str, np.ndarray] = {}

@@ -1,0 +1,127 @@
+"""Which of a Korean word's dictionary senses a user's English memory holds (gieok.retrieval.bridge), and the
+memory's own word for a sense it words otherwise.
+
+The dictionary (gieok.retrieval.ko_lexicon) and the people who wrote the memory do not always choose the same
+English word: 자전거 is "bicycle" where the memory says "biking", 할머니 "grandmother" where it says "grandma",
+조사하다 "investigate" where it says "researching". When none of a word's senses is in the vocabulary, the bridge
+found no term for it at all, as for a word the memory does not hold. `reworded` takes, for the word's usual senses,
+the vocabulary word nearest each (the model's English-to-English cosine, standing out from the sense's mean over the
+vocabulary) that is not just one of the sense's own words ("resting area" → area) and is also close to the Korean
+word itself (which kept "inactive" from becoming "active").
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+
+import numpy as np
+
+from gieok.core.text import stem_word
+from gieok.retrieval import ko_lexicon, ko_sense_order
+from gieok.retrieval.ko_lexicon import sense_words
+from gieok.retrieval.vocab_nearest import MIN_COSINE, TOP_PER_WORD, nearest_scored
+
+__all__ = ["STEMS", "dictionary_terms", "reworded", "to_reword"]
+
+
+class _StemIndex:
+    """Full-text token → row of a user's vocabulary, kept per vocabulary list (the store appends to the same
+    list as the vocabulary grows, so only new words are indexed)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._by_list: OrderedDict[int, tuple[list[str], dict[str, int]]] = OrderedDict()
+
+    def get(self, terms: list[str]) -> dict[str, int]:
+        got = self._by_list.get(id(terms))
+        if got is None or got[0] is not terms:
+            got = (terms, {})
+            self._by_list[id(terms)] = got
+        self._by_list.move_to_end(id(terms))
+        while len(self._by_list) > self.size:
+            self._by_list.popitem(last=False)
+        index = got[1]
+        for i in range(len(index), len(terms)):
+            index.setdefault(stem_word(terms[i]), i)
+        return index
+
+
+STEMS = _StemIndex()
+
+
+def dictionary_terms(word_vec: np.ndarray, senses: Iterable[str], index: dict[str, int], matrix: np.ndarray,
+                     *, top: int = TOP_PER_WORD) -> list[list[str]]:
+    """The dictionary senses of one Korean word that the user's memory uses (every word of the sense is in its
+    vocabulary), best first by the embedding model's cosine to the Korean word: a full-text term each (a
+    two-word sense is a phrase)."""
+    scored: list[tuple[float, list[str]]] = []
+    for sense in senses:
+        words = sense_words(sense)
+        if not words:
+            continue
+        toks = [stem_word(w) for w in words]
+        rows = [index.get(t) for t in toks]
+        if any(r is None for r in rows):
+            continue
+        scored.append((float(np.mean([matrix[r] @ word_vec for r in rows if r is not None])), toks))
+    out: list[list[str]] = []
+    for _cos, toks in sorted(scored, key=lambda t: -t[0]):
+        if toks not in out:
+            out.append(toks)
+        if len(out) >= top:
+            break
+    return out
+
+
+# A sense is reworded to a vocabulary word standing this far above the sense's mean cosine to the vocabulary and
+# reaching REWORD_MIN (English to English, so higher than a Korean word's bars). Measured on dev, Korean questions
+# over English memory (recall@5 / @10 / @20 from 0.683 / 0.774 / 0.825), before the two checks in `reworded`:
+# 0.08 0.688 / 0.778 / 0.829; 0.06 0.687 / 0.775 / 0.831; 0.10 found nothing; 0.05 with a bar of 0.80: 0.680 /
+# 0.769 / 0.829. With them (as built): 0.688 / 0.779 / 0.830, and 21 rewordings on the dev questions where there
+# were 35 (grandmother → grandma, bicycle → biking, investigate → researching stay; resting area → area, give
+# speech → give, inactive → active, haji → hah go).
+REWORD_STAND_OUT = 0.08
+REWORD_MIN = 0.85
+# Senses tried per word, its usual one first (gieok.retrieval.ko_sense_order): each is one more short text for the
+# query model (~7 ms here, once per user and sense: embed_words remembers it). Two, four or eight senses measured
+# the same on dev.
+REWORD_SENSES = 2
+
+
+async def to_reword(forms: list[tuple[str, str]], index: dict[str, int]) -> dict[int, list[str]]:
+    """For each query word (as written, stem) that the dictionary knows whole but none of whose senses `index` (a
+    vocabulary's full-text tokens) holds: its senses to reword, usual first."""
+    out: dict[int, list[str]] = {}
+    for i, (written, w) in enumerate(forms):
+        found = ko_lexicon.lookup(written, by_first_syllables=False) or ko_lexicon.lookup(w, by_first_syllables=False)
+        if found is None or any(_held(ws, index) for s in found[1] if (ws := sense_words(s))):
+            continue
+        await ko_sense_order.ready()
+        usual = ko_sense_order.usual_sense(*found)
+        ordered = sorted(found[1], key=lambda s: s != usual)
+        phrases = [" ".join(ws) for s in ordered if (ws := sense_words(s))][:REWORD_SENSES]
+        if phrases:
+            out[i] = phrases
+    return out
+
+
+def _held(words: list[str], index: dict[str, int]) -> bool:
+    return all(stem_word(x) in index for x in words)
+
+
+def reworded(phrases: list[str], vecs: dict[str, np.ndarray], word_vec: np.ndarray, vocab: list[str],
+             matrix: np.ndarray, index: dict[str, int]) -> list[list[str]]:
+    """The memory's own word for a Korean word's senses `phrases` (their query vectors in `vecs`; the Korean word's
+    `word_vec`), as one full-text term, or nothing."""
+    found = nearest_scored(np.stack([vecs[p] for p in phrases]), vocab, matrix, top=3, min_cos=REWORD_MIN,
+                           stand_out=REWORD_STAND_OUT)
+    best: list[tuple[float, str]] = []
+    for phrase, got in zip(phrases, found, strict=True):
+        own = {stem_word(x) for x in phrase.split()}
+        # The nearest word that is not the sense's own: "memorial hall" → memorial, "give speech" → give are
+        # half a sense; both words together were not in the vocabulary.
+        near = next(((x, m) for x, m in got if stem_word(x) not in own), None)
+        if near is not None and float(matrix[index[stem_word(near[0])]] @ word_vec) >= MIN_COSINE:
+            best.append((near[1], near[0]))
+    return [[stem_word(max(best)[1])]] if best else []
