@@ -26,6 +26,17 @@ from gieok.retrieval.title_match import names_title
     ("caroline이랑 뭐 했어?", "caroline", True),
     ("지나간 주말에 뭐 했어?", "지나", False),            # a verb that begins with the name
     ("존재 이유가 뭐야?", "존", False),
+    ("혜진님 메일", "혜진", True),                     # an honorific, with or without a particle after it
+    ("민수씨한테 물어봐", "민수", True),
+    # A name written in the other script: an English question over Korean rows, a Korean one over English rows.
+    ("how is jon's store doing?", "존", True),
+    ("what did gina say?", "지나", True),             # a g before i is said j
+    ("melanie's kids", "멜라니", True),
+    ("혜진님 메일", "hyejin", True),
+    ("존은 뭘 했어?", "jon", True),
+    ("존재 이유가 뭐야?", "jon", False),               # closer than the loanwords' bar, which let this pass
+    ("아이 학교 상담", "ai", False),                   # a Latin title of two letters is no name
+    ("what did jonathan say?", "존", False),
     ("", "존", False),
     ("존", "", False),
 ])

@@ -92,6 +92,19 @@ def spelled_alike(korean: str, english: str) -> bool:
     return bool(k and e) and difflib.SequenceMatcher(None, k, e).ratio() >= MIN_SPELLED
 
 
+# A name in Hangul and in Latin letters (존 / Jon, 지나 / Gina, 멜라니 / Melanie) spelled alike at least this much:
+# closer than `spelled_alike`, which lets 존재 ("existence") pass for jon.
+MIN_NAME_SPELLED = 0.85
+_SOFT_G = re.compile(r"g(?=[eiy])")
+
+
+def names_alike(korean: str, latin: str) -> bool:
+    """Whether `korean` (Hangul) and `latin` spell the same name: Korean in Latin letters, or an English name as
+    Korean writes it (a g before e, i or y is said j: Gina / 지나)."""
+    k, e = _spelling(anyascii(korean)), _spelling(_SOFT_G.sub("j", latin.lower()))
+    return bool(k and e) and difflib.SequenceMatcher(None, k, e).ratio() >= MIN_NAME_SPELLED
+
+
 def sounds_alike(korean: str, english: str) -> bool:
     """Whether `korean` (Hangul) is plausibly `english` written in Hangul."""
     k, e = korean_skeleton(korean), english_skeleton(english)
