@@ -38,13 +38,16 @@ _SUFFIXES = _longest_first(
 # words, the words English drops too ("about", "for", "more", "now", "say"), in the forms the suffix
 # rules leave them (대해, 것에 and 뭐였 keep a particle or ending because one syllable would stay), bound
 # nouns (것, 걸, 데, 적), and 싶다, which is only ever an auxiliary ("가고 싶어"). The forms of 있다 and the past
-# of 하다 are found by their first syllable instead (`is_be_or_did`).
+# of 하다 are found by their first syllable instead (`is_be_or_did`). The words that point a time phrase back or
+# here (지난 주말, 저번 주, 이번 달) are read by gieok.retrieval.query_dates; as words, the dictionary took 지난
+# for its homograph 至難 ("challenging; hard"), and "John은 지난 주말에 어떤 행사에서 봉사했어?" looked for "hard".
 KO_STOPWORDS = frozenset("""언제 어디 어디야 어디서 어디에 뭐 뭐야 뭘 무엇 무슨 어떤 어떻게 왜 누구 누가 몇 얼마 얼마나
     그 이 저 그리고 그래서 또 둘 다 모두 자기 자신 정말 진짜 혹시 해 하는 거야 거 것 수 때
     뭐라 뭐였 뭐지 뭐니 뭔가 뭔데 어때 어땠 어떤지 어떨까 어떠 누구야 누군가 언제야
     대해 대해서 대한 위해 위해서 위한 관련 관련된 관련해 관련해서 관한 관해 관해서 통해 통해서 때문
     것에 것을 것이 것은 것도 걸 건 게 데 적 줄 뿐
-    더 지금 말했 말해 말한 싶어 싶은 싶었 싶다 같아""".split())
+    더 지금 말했 말해 말한 싶어 싶은 싶었 싶다 같아
+    지난 지지난 저번 이번""".split())
 
 # The syllables only 있다 ("be", "have") and the past of 하다 ("did") begin a word with: every inflection of
 # them ("어디 있지?", "있었나", "했지") is as empty as English's "is", "have" and "did", which are stopwords. The
