@@ -179,7 +179,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     # Words the dictionary knows none of whose senses the memory words alike (자전거, "bicycle", over a memory of
     # "biking"): their usual senses, embedded in the same call, to find the memory's own word for them.
     rewording = await to_reword(forms, index)
-    phrases = [ph for got in rewording.values() for ph in got if ph not in extra]
+    phrases = [ph for ph in dict.fromkeys(p for got in rewording.values() for p in got) if ph not in extra]
     # A word the dictionary lists as written is embedded so: the stem can cut its own last syllable (할머니 → 할머,
     # 고양이 → 고양), which the model reads as another word.
     said = [written if written != w and written in table else w for written, w in forms]
