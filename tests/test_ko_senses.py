@@ -24,21 +24,22 @@ MATRIX = np.stack([_unit(1, 0, 0, 0.2), _unit(0, 1, 0, 0.2), _unit(0, 0, 1, 0.2)
 INDEX = {"area": 0, "bike": 1, "activ": 2}
 
 
+def _reworded(phrase: str, vec: np.ndarray, word_vec: np.ndarray) -> list[list[str]]:
+    return reworded([phrase], vec[None, :], vec[None, :] @ MATRIX.T, word_vec, VOCAB, MATRIX, INDEX)
+
+
 def test_a_sense_takes_the_vocabulary_word_nearest_it() -> None:
-    vecs = {"bicycle": _unit(0.05, 1, 0.05, 0.2)}
-    assert reworded(["bicycle"], vecs, MATRIX[1], VOCAB, MATRIX, INDEX) == [["bike"]]
+    assert _reworded("bicycle", _unit(0.05, 1, 0.05, 0.2), MATRIX[1]) == [["bike"]]
 
 
 def test_not_a_word_of_the_sense_itself() -> None:
     # "resting area" is near "area" because it holds the word; that is half the sense, not another word for it.
-    vecs = {"resting area": _unit(1, 0.05, 0.05, 0.2)}
-    assert reworded(["resting area"], vecs, MATRIX[0], VOCAB, MATRIX, INDEX) == []
+    assert _reworded("resting area", _unit(1, 0.05, 0.05, 0.2), MATRIX[0]) == []
 
 
 def test_not_a_word_far_from_the_korean_word() -> None:
     # "inactive" lies next to "active" for the model; the Korean word (둔하다) does not.
-    vecs = {"inactive": _unit(0.05, 0.05, 1, 0.2)}
-    assert reworded(["inactive"], vecs, _unit(1, 1, -1, 0), VOCAB, MATRIX, INDEX) == []
+    assert _reworded("inactive", _unit(0.05, 0.05, 1, 0.2), _unit(1, 1, -1, 0)) == []
 
 
 async def test_only_a_word_none_of_whose_senses_the_memory_holds() -> None:

@@ -36,7 +36,7 @@ from gieok.core.models import Memory
 from gieok.core.text import korean_word_forms, stem_word
 from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import ko_lexicon
-from gieok.retrieval.hubs import model_probes
+from gieok.retrieval.hubs import Probes, model_probes
 from gieok.retrieval.ko_compounds import compound_parts
 from gieok.retrieval.ko_senses import STEMS, dictionary_terms, reworded, to_reword
 from gieok.retrieval.loanwords import romanized, sounds_alike, spelled_alike
@@ -191,6 +191,18 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     sources: dict[tuple[str, ...], str] = {}
     render: dict[str, str] = {}
     by_word: list[list[list[str]] | None] = []     # None: the model's nearest words translate it
+    pending: list[int] = []                        # reworded after the loop, in the same scan as those
+
+    def take(i: int, got: list[list[str]], firsts: list[list[str]]) -> None:
+        written, w = forms[i]
+        render[w] = " ".join(terms[index[t]] for first in firsts for t in first)
+        # The word as the dictionary knows it: as written where that is a headword (고양이, not the stem 고양).
+        source = written if ko_lexicon.senses(written, by_first_syllables=False) else w
+        for t in got:
+            if t not in from_dictionary and t not in known:
+                from_dictionary.append(t)
+                sources.setdefault(tuple(t), source)
+
     for i, (written, w) in enumerate(forms):
         # As written first: the stem can cut a word's own last syllable ("고양이" → 고양, a particle's shape).
         senses = ko_lexicon.senses(written) or ko_lexicon.senses(w)
@@ -201,15 +213,9 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             got = [t for found in by_part for t in found]
             firsts = [found[0] for found in by_part if found]
         if not got and i in rewording:
-            got = firsts = reworded(rewording[i], part_vecs, vecs[i], terms, matrix, index)
-        if got:
-            render[w] = " ".join(terms[index[t]] for first in firsts for t in first)
-            # The word as the dictionary knows it: as written where that is a headword (고양이, not the stem 고양).
-            source = written if ko_lexicon.senses(written, by_first_syllables=False) else w
-            for t in got:
-                if t not in from_dictionary and t not in known:
-                    from_dictionary.append(t)
-                    sources.setdefault(tuple(t), source)
+            pending.append(i)
+        elif got:
+            take(i, got, firsts)
         elif not senses or not (ko_lexicon.senses(written, by_first_syllables=False)
                                 or ko_lexicon.senses(w, by_first_syllables=False)):
             # A word the dictionary does not know (a loanword, a name), or knows only by its first syllables
@@ -220,12 +226,17 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
         by_word.append(got)
     # The nearest words of only those, off the event loop: scanning a vocabulary of 16,000 words reads 25 MB
     # (~5 ms), which the searches running beside it should not wait for.
+    # The senses to reword in the same scan: one product reads the vocabulary once.
     ask = [i for i, got in enumerate(by_word) if got is None]
     near: dict[int, list[tuple[str, float]]] = {}
-    if ask:
-        found = await anyio.to_thread.run_sync(
-            functools.partial(nearest_scored, vecs[ask], terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE,
-                              hubs=model_probes(emb.name)))
+    if ask or pending:
+        found, again = await anyio.to_thread.run_sync(functools.partial(
+            _scan, vecs, ask, [(i, rewording[i]) for i in pending], part_vecs, terms, matrix, index,
+            model_probes(emb.name)))
+        for i, got in again.items():
+            if got:
+                take(i, got, got)
+                by_word[i] = got
         near = dict(zip(ask, found, strict=True))
         if any(romanized(x) for got in found for x, _m in got):
             await ko_lexicon.english_ready()     # its English words, off the event loop the first time
@@ -252,6 +263,25 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
         elif (stem := query_stem(piece)) in render:
             pieces.append(render.pop(stem))
     return Bridged(out, " ".join(pieces), from_dictionary, sources)
+
+
+def _scan(vecs: np.ndarray, ask: list[int], pending: list[tuple[int, list[str]]], phrase_vecs: dict[str, np.ndarray],
+          terms: list[str], matrix: np.ndarray, index: dict[str, int],
+          hubs: Probes | None) -> tuple[list[list[tuple[str, float]]], dict[int, list[list[str]]]]:
+    """The nearest vocabulary words of the query words `ask`, and the reworded senses of the words `pending` (each
+    with its sense phrases), from one product with the vocabulary."""
+    rows = [vecs[i] for i in ask] + [phrase_vecs[p] for _i, phrases in pending for p in phrases]
+    sims = np.stack(rows) @ matrix.T
+    found = nearest_scored(vecs[ask], terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE, hubs=hubs,
+                           sims=sims[:len(ask)]) if ask else []
+    again: dict[int, list[list[str]]] = {}
+    k = len(ask)
+    for i, phrases in pending:
+        n = len(phrases)
+        again[i] = reworded(phrases, np.stack([phrase_vecs[p] for p in phrases]), sims[k:k + n], vecs[i], terms,
+                            matrix, index)
+        k += n
+    return found, again
 
 
 _HONORIFICS = frozenset("님씨")

@@ -112,12 +112,12 @@ def _held(words: list[str], index: dict[str, int]) -> bool:
     return all(stem_word(x) in index for x in words)
 
 
-def reworded(phrases: list[str], vecs: dict[str, np.ndarray], word_vec: np.ndarray, vocab: list[str],
+def reworded(phrases: list[str], phrase_vecs: np.ndarray, sims: np.ndarray, word_vec: np.ndarray, vocab: list[str],
              matrix: np.ndarray, index: dict[str, int]) -> list[list[str]]:
-    """The memory's own word for a Korean word's senses `phrases` (their query vectors in `vecs`; the Korean word's
-    `word_vec`), as one full-text term, or nothing."""
-    found = nearest_scored(np.stack([vecs[p] for p in phrases]), vocab, matrix, top=3, min_cos=REWORD_MIN,
-                           stand_out=REWORD_STAND_OUT)
+    """The memory's own word for a Korean word's senses `phrases` (their query vectors `phrase_vecs`, and those
+    vectors' cosines to the vocabulary `sims`; the Korean word's `word_vec`), as one full-text term, or nothing."""
+    found = nearest_scored(phrase_vecs, vocab, matrix, top=3, min_cos=REWORD_MIN, stand_out=REWORD_STAND_OUT,
+                           sims=sims)
     best: list[tuple[float, str]] = []
     for phrase, got in zip(phrases, found, strict=True):
         own = {stem_word(x) for x in phrase.split()}

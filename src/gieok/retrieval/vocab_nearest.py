@@ -26,14 +26,16 @@ STAND_OUT = 0.03
 
 def nearest_scored(word_vecs: np.ndarray, vocab: list[str], matrix: np.ndarray, *, top: int = TOP_PER_WORD,
                    min_cos: float = MIN_COSINE, stand_out: float = STAND_OUT,
-                   hubs: Probes | None = None) -> list[list[tuple[str, float]]]:
+                   hubs: Probes | None = None, sims: np.ndarray | None = None) -> list[list[tuple[str, float]]]:
     """For each query word vector, the vocabulary words closest to it (distinct full-text tokens, best first) that
     reach `min_cos` and stand `stand_out` above the word's mean cosine to the vocabulary, each with how far above
     that mean it stands. With `hubs`, a word must also score above 0 by CSLS (gieok.retrieval.hubs): not a
-    word near every Korean word."""
+    word near every Korean word. `sims`: `word_vecs @ matrix.T` when the caller computed it (one product for several
+    kinds of word reads the vocabulary once)."""
     if not len(vocab) or not len(word_vecs):
         return [[] for _ in range(len(word_vecs))]
-    sims = word_vecs @ matrix.T
+    if sims is None:
+        sims = word_vecs @ matrix.T
     out: list[list[tuple[str, float]]] = []
     for i, row in enumerate(sims):
         got: list[tuple[str, float]] = []
