@@ -191,7 +191,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     sources: dict[tuple[str, ...], str] = {}
     render: dict[str, str] = {}
     by_word: list[list[list[str]] | None] = []     # None: the model's nearest words translate it
-    pending: list[int] = []                        # reworded after the loop, in the same scan as those
+    pending: list[int] = []                        # reworded after the loop, in the nearest words' scan
 
     def take(i: int, got: list[list[str]], firsts: list[list[str]]) -> None:
         written, w = forms[i]
@@ -224,9 +224,8 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             # vocabulary are then noise ("고양이 사료" → time, cache).
             got = None
         by_word.append(got)
-    # The nearest words of only those, off the event loop: scanning a vocabulary of 16,000 words reads 25 MB
-    # (~5 ms), which the searches running beside it should not wait for.
-    # The senses to reword in the same scan: one product reads the vocabulary once.
+    # The nearest words of only those, and the senses to reword, in one product off the event loop: scanning a
+    # vocabulary of 16,000 words reads 25 MB (~5 ms), which the searches running beside it should not wait for.
     ask = [i for i, got in enumerate(by_word) if got is None]
     near: dict[int, list[tuple[str, float]]] = {}
     if ask or pending:
