@@ -71,6 +71,8 @@ def without_counters(query: str) -> str:
 
 
 _SUFFIX_SET = frozenset(_SUFFIXES)
+# What follows a name as a title of respect (혜진님, 민수씨): the name, not a word of its own.
+HONORIFICS = frozenset("님씨")
 
 
 def is_suffix(run: str) -> bool:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import anyio
 import numpy as np
 
-from gieok.core.korean import query_stem
+from gieok.core.korean import HONORIFICS, query_stem
 from gieok.core.models import Memory
 from gieok.core.text import korean_word_forms, stem_word
 from gieok.providers.embed.base import Embedder, Vector
@@ -283,9 +283,6 @@ def _scan(vecs: np.ndarray, ask: list[int], pending: list[tuple[int, list[str]]]
     return found, again
 
 
-_HONORIFICS = frozenset("님씨")
-
-
 def _another_korean_word(korean: str, english: str) -> bool:
     """Whether `english`, a nearest word of Korean word `korean`, is Korean in Latin letters for another word: a
     name or a place (민호 → mangwon, which is 망원). The model puts names near names, and the only English for a
@@ -297,7 +294,7 @@ def _another_korean_word(korean: str, english: str) -> bool:
 def _spelled_as(korean: str, english: str) -> bool:
     """Whether `english` spells Korean word `korean`, a name with its honorific attached (혜진님, 민수씨) as the
     name (gieok.retrieval.loanwords)."""
-    return spelled_alike(korean[:-1] if len(korean) > 2 and korean[-1] in _HONORIFICS else korean, english)
+    return spelled_alike(korean[:-1] if len(korean) > 2 and korean[-1] in HONORIFICS else korean, english)
 
 
 async def bridge_terms(store: TermVectors, emb: Embedder, user_id: str, query: str,

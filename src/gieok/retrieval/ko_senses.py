@@ -58,13 +58,10 @@ def dictionary_terms(word_vec: np.ndarray, senses: Iterable[str], index: dict[st
     scored: list[tuple[float, list[str]]] = []
     for sense in senses:
         words = sense_words(sense)
-        if not words:
+        if not words or not _held(words, index):
             continue
         toks = [stem_word(w) for w in words]
-        rows = [index.get(t) for t in toks]
-        if any(r is None for r in rows):
-            continue
-        scored.append((float(np.mean([matrix[r] @ word_vec for r in rows if r is not None])), toks))
+        scored.append((float(np.mean([matrix[index[t]] @ word_vec for t in toks])), toks))
     out: list[list[str]] = []
     for _cos, toks in sorted(scored, key=lambda t: -t[0]):
         if toks not in out:
@@ -94,12 +91,15 @@ REWORD_SENSES = 2
 async def to_reword(forms: list[tuple[str, str]], index: dict[str, int]) -> dict[int, list[str]]:
     """For each query word (as written, stem) that the dictionary knows whole but none of whose senses `index` (a
     vocabulary's full-text tokens) holds: its senses to reword, usual first."""
-    out: dict[int, list[str]] = {}
+    known: dict[int, tuple[str, tuple[str, ...]]] = {}
     for i, (written, w) in enumerate(forms):
         found = ko_lexicon.lookup(written, by_first_syllables=False) or ko_lexicon.lookup(w, by_first_syllables=False)
-        if found is None or any(_held(ws, index) for s in found[1] if (ws := sense_words(s))):
-            continue
+        if found is not None and not any(_held(ws, index) for s in found[1] if (ws := sense_words(s))):
+            known[i] = found
+    if known:
         await ko_sense_order.ready()
+    out: dict[int, list[str]] = {}
+    for i, found in known.items():
         usual = ko_sense_order.usual_sense(*found)
         ordered = sorted(found[1], key=lambda s: s != usual)
         phrases = [" ".join(ws) for s in ordered if (ws := sense_words(s))][:REWORD_SENSES]
@@ -109,6 +109,7 @@ async def to_reword(forms: list[tuple[str, str]], index: dict[str, int]) -> dict
 
 
 def _held(words: list[str], index: dict[str, int]) -> bool:
+    """Every word of a sense is in the vocabulary (`index`, its full-text tokens)."""
     return all(stem_word(x) in index for x in words)
 
 

@@ -86,10 +86,14 @@ def _spelling(latin: str) -> str:
     return "".join(ch if ch in "aeiouN" else _CLASSES.get(ch, "") for ch in w)
 
 
+def _spelled_likeness(korean: str, latin: str) -> float:
+    k, e = _spelling(anyascii(korean)), _spelling(latin)
+    return difflib.SequenceMatcher(None, k, e).ratio() if k and e else 0.0
+
+
 def spelled_alike(korean: str, english: str) -> bool:
     """Whether `korean` (Hangul) is `english` (Korean in Latin letters) spelled out, vowels and all."""
-    k, e = _spelling(anyascii(korean)), _spelling(english)
-    return bool(k and e) and difflib.SequenceMatcher(None, k, e).ratio() >= MIN_SPELLED
+    return _spelled_likeness(korean, english) >= MIN_SPELLED
 
 
 # A name in Hangul and in Latin letters (존 / Jon, 지나 / Gina, 멜라니 / Melanie) spelled alike at least this much:
@@ -101,8 +105,7 @@ _SOFT_G = re.compile(r"g(?=[eiy])")
 def names_alike(korean: str, latin: str) -> bool:
     """Whether `korean` (Hangul) and `latin` spell the same name: Korean in Latin letters, or an English name as
     Korean writes it (a g before e, i or y is said j: Gina / 지나)."""
-    k, e = _spelling(anyascii(korean)), _spelling(_SOFT_G.sub("j", latin.lower()))
-    return bool(k and e) and difflib.SequenceMatcher(None, k, e).ratio() >= MIN_NAME_SPELLED
+    return _spelled_likeness(korean, _SOFT_G.sub("j", latin.lower())) >= MIN_NAME_SPELLED
 
 
 def sounds_alike(korean: str, english: str) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gieok.core.korean import is_suffix
+from gieok.core.korean import HONORIFICS, is_suffix
 from gieok.retrieval.loanwords import names_alike
 
 _HANGUL_RUN = re.compile(r"[\uac00-\ud7a3]+")
@@ -28,7 +28,6 @@ _LATIN_WORD = re.compile(r"[a-z]+")
 # is not named by 아이, "child").
 _NAME_SYLLABLES = 4
 _LATIN_NAME_MIN = 3
-_HONORIFICS = frozenset("님씨")
 
 
 def _word_at(text: str, start: int, end: int) -> bool:
@@ -46,7 +45,7 @@ def _word_at(text: str, start: int, end: int) -> bool:
 
 def _particle(run: str) -> bool:
     """A Hangul run after a name is a particle, or an honorific with or without one (혜진님, 민수씨한테)."""
-    if run[:1] in _HONORIFICS:
+    if run[:1] in HONORIFICS:
         run = run[1:]
     return not run or is_suffix(run)
 
