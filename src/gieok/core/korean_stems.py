@@ -18,6 +18,9 @@ weight small. Measured on the dev Korean conversation: recall@10 0.774 → 0.793
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal, TypeVar
+
+_How = TypeVar("_How")
 
 _BASE, _FINALS, _VOWELS = 0xAC00, 28, 21
 _SSANG_SIOT = 20        # ㅆ as a syllable's final: the past tense in 갔, 그렸, 봤, 했
@@ -35,6 +38,9 @@ _PRESENT = {4: 18, 9: 8, 14: 13, 1: 0}
 # Stems that begin a large share of every Korean text's tokens (하다, 있다, 되다, the copula, demonstratives,
 # bound nouns): as prefixes they match nearly every row.
 _COMMON = frozenset("하 있 되 이 그 저 수 것 거".split())
+# Stems never read as a verb's, whatever ending follows: the common ones above, and pronouns, which a contracted
+# topic particle (우린, 넌) or 서 (여기서) follows as a verb's ending would (우리다 "steep", 널다 "hang out").
+_NOT_VERBS = _COMMON | frozenset("나 너 저 우리 저희 너희 여기 거기 저기 당신 자기".split())
 # Syllables that follow a verb stem in its common forms (쓰고, 가서, 보러, 먹으려, 갔다, 썼어): a token made of a
 # stem and one of them is that verb, where the bare prefix also meets nouns (가족, 보험). Not 지 or 도: 가지
 # ("kinds"), 보도 (the press) are nouns far more often than verbs.
@@ -57,26 +63,33 @@ def _parts(syllable: str) -> tuple[int, int, int] | None:
 @lru_cache(maxsize=8192)
 def lemmas(word: str) -> tuple[str, ...]:
     """`word` and the forms its ending may stand for, most literal first."""
-    out = [word]
+    return tuple(form for form, _ in _readings(word))
+
+
+@lru_cache(maxsize=8192)
+def _readings(word: str) -> tuple[tuple[str, bool], ...]:
+    """`lemmas`, each with whether only a verb's ending leaves it (갔 → 가, 먹어 → 먹, 키워 → 키우), where a
+    noun's particle may leave it too (책들 → 책, 커피요 → 커피)."""
+    out = [(word, False)]
     w = word
     if w.endswith("들") and len(w) >= 2:
         w = w[:-1]
-        out.append(w)
+        out.append((w, False))
     for end in _ENDINGS:
         if w.endswith(end) and len(w) > len(end):
             w = w[: -len(end)]
-            out.append(w)
+            out.append((w, end != "요"))  # 요 also follows a noun ("커피요"); the others follow a verb stem
             break
     if len(w) > 1 and w[-1] in "었았였":
-        out.append(w[:-1])
+        out.append((w[:-1], True))
         if w[-1] == "였":
-            out.append(w[:-1] + "하")
+            out.append((w[:-1] + "하", True))
     elif w and (parts := _parts(w[-1])) and parts[2] == _SSANG_SIOT:
         initial, vowel, _ = parts
         if initial * _VOWELS + vowel == _HA:
-            out.append(w[:-1] + "하")
+            out.append((w[:-1] + "하", True))
         for v in _UNCONTRACT.get(vowel, (vowel,)):
-            out.append(w[:-1] + _syllable(initial * _VOWELS + v))
+            out.append((w[:-1] + _syllable(initial * _VOWELS + v), True))
     elif w and (parts := _parts(w[-1])) and parts[2] == 0 and (parts[1] in _CASUAL or parts[0] * _VOWELS +
                                                               parts[1] == _HA):
         # The casual present contracts the stem's last vowel with 어/아 as the past tense does, without the ㅆ:
@@ -84,11 +97,19 @@ def lemmas(word: str) -> tuple[str, ...]:
         # people ask, and the dictionary knew none of these forms (키워 went to the model, which said "kinda").
         initial, vowel, _ = parts
         for v in (0,) if initial * _VOWELS + vowel == _HA else _UNCONTRACT[vowel]:
-            out.append(w[:-1] + _syllable(initial * _VOWELS + v))
+            out.append((w[:-1] + _syllable(initial * _VOWELS + v), True))
     # 르-irregular verbs double their ㄹ before 아/어: 골랐 → 고르(다) "chose", 불렀 → 부르(다), 몰라 → 모르(다).
     if len(w) >= 2 and w[-1] in "랐렀라러" and (prev := _parts(w[-2])) and prev[2] == _RIEUL:
-        out.append(w[:-2] + _syllable(prev[0] * _VOWELS + prev[1]) + "르")
-    return tuple(dict.fromkeys(out))
+        out.append((w[:-2] + _syllable(prev[0] * _VOWELS + prev[1]) + "르", True))
+    return _first_each(out)
+
+
+def _first_each(readings: list[tuple[str, _How]]) -> tuple[tuple[str, _How], ...]:
+    """Each form once, as it was first read."""
+    seen: dict[str, _How] = {}
+    for form, how in readings:
+        seen.setdefault(form, how)
+    return tuple(seen.items())
 
 
 # One-syllable particles a two-syllable word may end in (책을, 집에, 춤과, 팀은): query_stem keeps such a word whole
@@ -99,30 +120,49 @@ _PARTICLES = frozenset("을 를 이 가 은 는 에 와 과 도 로 의 만 랑"
 _JOINING = frozenset("는 러 려 고 서 며 면".split())
 
 
+# How a dictionary form was read from a word: "any" where a noun or a verb may leave it (the word itself, 책을 →
+# 책, 찾는 → 찾, whose 는 is also the topic particle: 차는, "the car"), "verb" where only a verb's ending does (갔 →
+# 가, 타러 → 타, 나간 → 나가), "dropped ㄹ" where a verb's stem lost its ㄹ before ㄴ (여는 → 열, 만든 → 만들).
+Reading = Literal["any", "verb", "dropped ㄹ"]
+
+
 @lru_cache(maxsize=8192)
-def dictionary_lemmas(word: str) -> tuple[str, ...]:
+def dictionary_lemmas(word: str) -> tuple[tuple[str, Reading], ...]:
     """`lemmas`, then the forms a dictionary may list the word under that the full-text terms do not use: a short
     noun without its particle (책을 → 책), a verb stem without a joining ending (찾는 → 찾) or without the
     adnominal ㄴ / ㄹ of its last syllable (나간 → 나가, 기릴 → 기리), the ㄹ a stem drops before ㄴ (여는 → 열,
-    만든 → 만들, 사는 → 살), and the passive 이 contracted into 여 (쓰여 → 쓰이). Tried after every literal form, so
-    a word that is itself a headword keeps its own senses."""
-    out = list(lemmas(word))
-    stems: list[str] = []
-    if len(word) == 2 and word[-1] in _PARTICLES:
-        out.append(word[:-1])
+    만든 → 만들, 노는 → 놀), and the passive 이 contracted into 여 (쓰여 → 쓰이); each with how it was read. Tried
+    after every literal form, so a word that is itself a headword keeps its own senses. A stem with its ㄹ
+    restored comes before the stem without it: the caller takes it only where it is a verb and the other is not
+    (여는 is 열다's, not 여 "woman" with a particle; 가는 stays 가다's)."""
+    out: list[tuple[str, Reading]] = [(f, "verb" if verb else "any") for f, verb in _readings(word)]
+    stems: list[tuple[str, Reading]] = []
+    if len(word) == 2 and word[-1] in _PARTICLES and word[-1] not in _JOINING:
+        out.append((word[:-1], "any"))
     if len(word) >= 2 and word[-1] in _JOINING:
-        stems.append(word[:-1])
+        # 는 after an open syllable is also the topic particle (차는, "the car"); after a closed one it is only
+        # the adnominal (먹는, 찾는), as the particle is 은 there.
+        open_before = (end := _parts(word[-2])) is not None and end[2] == 0
+        stems.append((word[:-1], "any" if word[-1] == "는" and open_before else "verb"))
     if len(word) >= 2 and word[-1] == "여":
-        out.append(word[:-1] + "이")
+        out.append((word[:-1] + "이", "verb"))
     last = _parts(word[-1]) if word else None
     if last and last[2] in (_NIEUN, _RIEUL) and len(word) >= 2:
-        stems.append(word[:-1] + _syllable(last[0] * _VOWELS + last[1]))
-    for st in stems:
-        out.append(st)
+        stems.append((word[:-1] + _syllable(last[0] * _VOWELS + last[1]), "verb"))
+    for st, how in stems:
         end = _parts(st[-1])
         if end and end[2] == 0:
-            out.append(st[:-1] + _syllable(end[0] * _VOWELS + end[1], _RIEUL))
-    return tuple(dict.fromkeys(out))
+            out.append((st[:-1] + _syllable(end[0] * _VOWELS + end[1], _RIEUL), "dropped ㄹ"))
+        out.append((st, how))
+    return _first_each([(f, "any" if how == "verb" and f in _NOT_VERBS else how) for f, how in out
+                        if how != "dropped ㄹ" or without_final(f) not in _NOT_VERBS])
+
+
+def without_final(form: str) -> str:
+    """`form` with its last syllable's final consonant dropped (열 → 여): the stem a "dropped ㄹ" form was read
+    from."""
+    end = _parts(form[-1]) if form else None
+    return form[:-1] + _syllable(end[0] * _VOWELS + end[1]) if end else form
 
 
 @lru_cache(maxsize=8192)

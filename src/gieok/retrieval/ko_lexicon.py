@@ -11,8 +11,11 @@ Without the package installed, the bridge falls back to the embedding model's ne
 
 A query word is looked up as it is and then under the lemmas its ending allows, by rule
 (gieok.core.korean_stems: "갔어" → 가(다), "그렸" → 그리(다)), and a verb's stem also stands for its headword
-("그리" for 그리다, "참여" for 참여하다). Which senses are kept is decided by the caller: the ones the
-user's own memory uses, ranked by the embedding model. A longer word is also tried without its last syllable.
+("그리" for 그리다, "참여" for 참여하다). A form only a verb's ending leaves is looked up as the verb's headword,
+whose senses are the verb's alone: the dictionary files 타 (他, "other") and 타다 ("ride") under one key, and 알
+("egg", "ball") with 알다 ("know"), so "타러" and "알아" took the noun's senses too (gieok.core.korean_stems reads
+how each form was left). Which senses are kept is decided by the caller: the ones the user's own memory uses,
+ranked by the embedding model. A longer word is also tried without its last syllable.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from importlib import resources
 
 import anyio
 
-from gieok.core.korean_stems import dictionary_lemmas, lemmas
+from gieok.core.korean_stems import Reading, dictionary_lemmas, lemmas, without_final
 from gieok.core.once import Once
 from gieok.core.text import STOPWORDS, stem_word
 from gieok.retrieval.dev_glossary import GLOSSARY
@@ -86,8 +89,9 @@ def _load() -> dict[str, str]:
     # 배포하(다), which the dictionary knows only as "distribute".
     for word, extra in GLOSSARY.items():
         out[word] = "; ".join([out[word], *extra]) if word in out else "; ".join(extra)
-        if (verb := f"{word}하") in out and verb not in GLOSSARY:
-            out[verb] = "; ".join([out[verb], *extra])
+        for verb in (f"{word}하", f"{word}하다"):
+            if verb in out and verb not in GLOSSARY:
+                out[verb] = "; ".join([out[verb], *extra])
     return out
 
 
@@ -153,14 +157,25 @@ def lookup(word: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[st
     forms = dictionary_lemmas(word)
     # Every lemma as a headword before any by its first syllables: "돌아가셨" is 돌아가시(다), "pass away",
     # not 돌아가(다), "go around", which its first syllables would find first.
-    key = next((c for c in forms if c in table), None)
+    key = next((k for form, how in forms if (k := _key(form, how, table)) is not None), None)
     if key is None and by_first_syllables:
         # A longer word also by its first syllables, where a compound or an unlisted ending follows a headword
         # ("가능성" → 가능, "하이킹하" → 하이킹).
-        key = next((c[:-1] for c in forms if len(c) > 2 and c[:-1] in table), None)
+        key = next((c[:-1] for c, _ in forms if len(c) > 2 and c[:-1] in table), None)
     if key is None:
         return None
     return key, split_senses(table[key])
+
+
+def _key(form: str, how: Reading, table: dict[str, str]) -> str | None:
+    """The key `form` is found under, read as `how`. A form only a verb's ending leaves takes the verb's own
+    senses (its headword, 타다: "ride"), not those its stem shares with a noun (타, 他: "other"); a form with a
+    restored ㄹ counts only where it is a verb and the form without it is not (열다 for 여는, but 가다 for 가는)."""
+    if how == "dropped ㄹ":
+        return form + "다" if form + "다" in table and without_final(form) + "다" not in table else None
+    if how == "verb" and form + "다" in table:
+        return form + "다"
+    return form if form in table else None
 
 
 def senses(word: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
