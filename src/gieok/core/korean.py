@@ -80,6 +80,19 @@ def is_suffix(run: str) -> bool:
     return run in _SUFFIX_SET
 
 
+# Particles and endings that follow only a syllable ending in a consonant (책이, 책을, 책과, 책으로, 먹으면); after
+# a vowel they are 가, 를, 와, 로, 면. A word ending in one after a vowel ends in that syllable itself: 와이파이,
+# 넥타이, 클로이 (Chloe) are not 와이파, 넥타, 클로 with a particle.
+_AFTER_CONSONANT = frozenset(s for s in _SUFFIXES if s[0] in "은을과으" or s in {"이", "이랑", "이나", "이야", "이에요",
+                                                                                "이란"})
+
+
+def _closed(syllable: str) -> bool:
+    """The Hangul syllable ends in a consonant (책, 을), not a vowel (파, 이)."""
+    code = ord(syllable) - 0xAC00
+    return 0 <= code < 11172 and code % 28 != 0
+
+
 @lru_cache(maxsize=8192)
 def query_stem(word: str) -> str:
     """A Hangul word without its trailing particle or ending (longest suffix first); the word itself when what
@@ -89,7 +102,7 @@ def query_stem(word: str) -> str:
             rest = word[: -len(suf)]
             # At least two syllables stay: the bigram index cannot match one, and one-syllable suffixes also end
             # many nouns ("회의", "결과", "지나").
-            if len(rest) < 2:
+            if len(rest) < 2 or (suf in _AFTER_CONSONANT and not _closed(rest[-1])):
                 continue
             return rest
     return word
