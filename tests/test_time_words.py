@@ -52,6 +52,14 @@ def test_asks_when(query: str, want: bool) -> None:
     ("지난주에 배포했다.", True),
     ("3년 전에 이사 왔어.", True),
     ("금요일마다 회의를 한다.", True),
+    ("We hiked all morning and camped by the lake.", True),      # a part of the day, a season
+    ("Last night's deploy broke the login page.", True),
+    ("The pipeline ran for three hours.", True),
+    ("This summer we moved the office to Pangyo.", True),
+    ("어젯밤에 배포가 깨졌어.", True),
+    ("며칠 전에 고양이를 입양했어.", True),
+    ("이틀 동안 서버가 멈췄다.", True),
+    ("올여름 판교로 사무실을 옮겼다.", True),
     ("The support group was so welcoming.", False),
     ("You may want to retry the migration.", False),   # "may" the verb, not the month
     ("요가 수업은 정말 좋았다.", False),
