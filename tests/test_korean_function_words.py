@@ -70,3 +70,15 @@ def test_the_forms_of_be_and_did_are_function_words(word: str) -> None:
 @pytest.mark.parametrize("word", ["맛있지", "재밌었어", "하늘", "하루", "하와이", "해외"])
 def test_a_word_that_only_holds_those_syllables_is_not(word: str) -> None:
     assert not function_word(word)
+
+
+@pytest.mark.parametrize("word", ["됐어", "돼", "할까", "하기", "되기", "않아", "싶은", "되게"])
+def test_the_forms_of_empty_verbs_are_function_words(word: str) -> None:
+    # 되다, 하다 and the auxiliaries 않다, 싶다 say nothing a search can look for, as "got" and "do" do not; read
+    # through their homographs they gave the bridge "come" and a gloss "ah".
+    assert function_word(word)
+
+
+@pytest.mark.parametrize("word", ["이기고", "하늘", "하루", "해외", "이야기", "된장", "수고했어", "해결"])
+def test_words_that_only_begin_like_them_are_not(word: str) -> None:
+    assert not function_word(word)

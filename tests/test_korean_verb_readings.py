@@ -31,6 +31,9 @@ def _key(word: str) -> str:
     ("만든", "만들다"),
     ("타러", "타다"), ("알아", "알다"), ("갔어", "가다"), ("배웠어", "배우다"),  # endings only a verb takes
     ("먹는", "먹다"),                                                       # 는 after a closed syllable
+    ("갔던", "가다"), ("돕기", "돕다"), ("든다고", "들다"), ("먹는다", "먹다"),  # what a verb's ending leaves
+    ("참여하게", "참여하다"), ("좋았지만", "좋다"),
+    ("갈게", "가다"), ("줄게", "주다"),     # the future's ㄹ before 게: not 갈다 "grind", 줄다 "shrink"
 ])
 def test_a_verb_form_is_read_as_the_verb(word: str, key: str) -> None:
     assert _key(word) == key
@@ -69,6 +72,8 @@ async def test_glosses_of_verb_forms() -> None:
     assert ko_glosses.word_gloss("배웠어") == ("learn",)       # was "actor" (배우)
     assert ko_glosses.word_gloss("노는") == ("play",)          # was "oar" (노)
     assert ko_glosses.word_gloss("개는") == ("dog",)
+    assert ko_glosses.word_gloss("돕기") == ("help",)          # was none
+    assert ko_glosses.word_gloss("않는") == ()                 # was "anta", which only spells 않다
 
 
 def test_software_senses_reach_the_verb_headword() -> None:
@@ -81,6 +86,9 @@ def test_software_senses_reach_the_verb_headword() -> None:
     ("너는", "널다"),       # "you", not 널다 "hang out (laundry)"
     ("여기서", "여기다"),   # "here", not 여기다 "regard"
     ("됐어", "되다"),       # 되다 is as empty as "become"; its usual sense would gloss every row "get"
+    ("할까", "하"),         # 하 as a verb says nothing, and its homograph is "ah"
+    ("존", "조다"), ("벤", "베다"),   # a one-syllable name is not a verb's adnominal
+    ("않게", "않다"), ("싶게", "싶다"),   # auxiliaries
 ])
 def test_pronouns_and_common_verbs_are_not_read_as_verbs(word: str, not_key: str) -> None:
     found = ko_lexicon.lookup(word)

@@ -38,9 +38,13 @@ _PRESENT = {4: 18, 9: 8, 14: 13, 1: 0}
 # Stems that begin a large share of every Korean text's tokens (하다, 있다, 되다, the copula, demonstratives,
 # bound nouns): as prefixes they match nearly every row.
 _COMMON = frozenset("하 있 되 이 그 저 수 것 거".split())
-# Stems never read as a verb's, whatever ending follows: the common ones above, and pronouns, which a contracted
-# topic particle (우린, 넌) or 서 (여기서) follows as a verb's ending would (우리다 "steep", 널다 "hang out").
-_NOT_VERBS = _COMMON | frozenset("나 너 저 우리 저희 너희 여기 거기 저기 당신 자기".split())
+# Pronouns, which a contracted topic particle (우린, 넌) or 서 (여기서) follows as a verb's ending would: read as
+# the pronoun, not as a verb (우리다 "steep", 널다 "hang out", 여기다 "regard").
+_PRONOUNS = frozenset("나 너 저 우리 저희 너희 여기 거기 저기 당신 자기".split())
+# Verbs that say nothing (하다, 되다, 있다, and the auxiliaries 않다, 싶다): their forms are function words.
+_EMPTY_VERBS = frozenset("하 되 있 않 싶".split())
+# Stems never read as a verb's: those, and the other common stems (이, 그, 것, 거: 거고 is not 걸다 "hang").
+_NO_VERB = _COMMON | _EMPTY_VERBS
 # Syllables that follow a verb stem in its common forms (쓰고, 가서, 보러, 먹으려, 갔다, 썼어): a token made of a
 # stem and one of them is that verb, where the bare prefix also meets nouns (가족, 보험). Not 지 or 도: 가지
 # ("kinds"), 보도 (the press) are nouns far more often than verbs.
@@ -118,6 +122,12 @@ _PARTICLES = frozenset("을 를 이 가 은 는 에 와 과 도 로 의 만 랑"
 # Endings of one syllable that join a verb stem to what follows: the adnominal 는 (찾는 → 찾다), purpose 러 and
 # intent 려 (타러, 쉬려), and the connectives 고, 서, 며, 면.
 _JOINING = frozenset("는 러 려 고 서 며 면".split())
+# Endings of more than that, or that end a sentence, which only a verb stem (or its past, or its adnominal) takes:
+# the retrospective 던 (갔던, 했던), the nominaliser 기 (돕기), the plain and quoted statement 다 / 다고 (든다고),
+# 까 (할까), 게 (참여하게), and the connectives a casual question uses. Longest first. A noun ending in one of these
+# syllables (가게, 바다, 경기) is a headword as written, which is always tried first.
+_VERB_ENDINGS = tuple(sorted("던 기 다 다고 까 게 지만 는데 면서 도록 려고 니까 어서 아서 어도 아도 더라".split(),
+                             key=len, reverse=True))
 
 
 # How a dictionary form was read from a word: "any" where a noun or a verb may leave it (the word itself, 책을 →
@@ -131,10 +141,26 @@ def dictionary_lemmas(word: str) -> tuple[tuple[str, Reading], ...]:
     """`lemmas`, then the forms a dictionary may list the word under that the full-text terms do not use: a short
     noun without its particle (책을 → 책), a verb stem without a joining ending (찾는 → 찾) or without the
     adnominal ㄴ / ㄹ of its last syllable (나간 → 나가, 기릴 → 기리), the ㄹ a stem drops before ㄴ (여는 → 열,
-    만든 → 만들, 노는 → 놀), and the passive 이 contracted into 여 (쓰여 → 쓰이); each with how it was read. Tried
-    after every literal form, so a word that is itself a headword keeps its own senses. A stem with its ㄹ
-    restored comes before the stem without it: the caller takes it only where it is a verb and the other is not
-    (여는 is 열다's, not 여 "woman" with a particle; 가는 stays 가다's)."""
+    만든 → 만들, 노는 → 놀), the passive 이 contracted into 여 (쓰여 → 쓰이), and what a verb's ending leaves
+    (갔던 → 가, 돕기 → 돕, 든다고 → 들); each with how it was read. Tried after every literal form, so a word that
+    is itself a headword keeps its own senses. A stem with its ㄹ restored comes before the stem without it: the
+    caller takes it only where it is a verb and the other is not (여는 is 열다's, not 여 "woman" with a particle;
+    가는 stays 가다's)."""
+    # The common stems as a verb's (하, 되, 있; 것, 거) say nothing, and their homographs (하 "ah", 되 "doe") are
+    # not meant: a form of 하다 or 되다 is a function word (`empty_verb_form`).
+    return _first_each([(f, "any" if how == "verb" and f in _PRONOUNS else how) for f, how in _all_readings(word)
+                        if not (how == "verb" and f in _NO_VERB)
+                        and (how != "dropped ㄹ" or without_final(f) not in _PRONOUNS | _NO_VERB)])
+
+
+def empty_verb_form(word: str) -> bool:
+    """Whether `word` is a form of a verb that says nothing (됐어, 돼, 할까, 하기, 싶은, 않게): a function word, as
+    English's "got", "become", "do" are stopwords."""
+    return any(how == "verb" and f in _EMPTY_VERBS for f, how in _all_readings(word))
+
+
+@lru_cache(maxsize=8192)
+def _all_readings(word: str, before_ending: bool = False) -> tuple[tuple[str, Reading], ...]:
     out: list[tuple[str, Reading]] = [(f, "verb" if verb else "any") for f, verb in _readings(word)]
     stems: list[tuple[str, Reading]] = []
     if len(word) == 2 and word[-1] in _PARTICLES and word[-1] not in _JOINING:
@@ -147,15 +173,26 @@ def dictionary_lemmas(word: str) -> tuple[tuple[str, Reading], ...]:
     if len(word) >= 2 and word[-1] == "여":
         out.append((word[:-1] + "이", "verb"))
     last = _parts(word[-1]) if word else None
-    if last and last[2] in (_NIEUN, _RIEUL) and len(word) >= 2:
+    if last and last[2] in (_NIEUN, _RIEUL) and (len(word) >= 2 or before_ending):
+        # Not one syllable standing alone: names are (존, 벤, 준), which would read as 조다, 베다 ("cut"), 주다.
+        # Before a verb's ending it is a verb's (든다 → 들다).
         stems.append((word[:-1] + _syllable(last[0] * _VOWELS + last[1]), "verb"))
+    for ending in _VERB_ENDINGS:
+        if word.endswith(ending) and len(word) > len(ending):
+            # What the ending leaves is a verb's: its stem, its past (갔던 → 가), its adnominal (든다 → 들). Before
+            # 게 and 까 an ㄹ is the future's (갈게 "I'll go" → 가다, 줄게 → 주다), which a ㄹ stem's own would
+            # look the same as (갈다 "grind", 줄다 "shrink"): the commoner reading first.
+            rest = word[: -len(ending)]
+            if ending in ("게", "까") and (fin := _parts(rest[-1])) and fin[2] == _RIEUL:
+                out.append((without_final(rest), "verb"))
+            out.extend((f, "verb" if how == "any" else how) for f, how in _all_readings(rest, True))
+            break
     for st, how in stems:
         end = _parts(st[-1])
         if end and end[2] == 0:
             out.append((st[:-1] + _syllable(end[0] * _VOWELS + end[1], _RIEUL), "dropped ㄹ"))
         out.append((st, how))
-    return _first_each([(f, "any" if how == "verb" and f in _NOT_VERBS else how) for f, how in out
-                        if how != "dropped ㄹ" or without_final(f) not in _NOT_VERBS])
+    return tuple(out)
 
 
 def without_final(form: str) -> str:

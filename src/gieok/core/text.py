@@ -17,7 +17,7 @@ from functools import lru_cache
 import Stemmer
 
 from gieok.core.korean import KO_STOPWORDS, is_be_or_did, is_suffix, query_stem, without_counters
-from gieok.core.korean_stems import prefix_stems, verb_forms
+from gieok.core.korean_stems import empty_verb_form, prefix_stems, verb_forms
 
 _CJK_CHARS = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 # One pass over the lower-cased text: a Latin/digit word, or a run of CJK characters.
@@ -169,7 +169,8 @@ def korean_word_forms(text: str) -> list[tuple[str, str]]:
 
 def function_word(w: str) -> bool:
     """A Korean particle, ending or function word standing alone (대해, 것에, 뭐였, 있지): no word to look for."""
-    return w in KO_STOPWORDS or query_stem(w) in KO_STOPWORDS or is_suffix(w) or is_be_or_did(w)
+    return (w in KO_STOPWORDS or query_stem(w) in KO_STOPWORDS or is_suffix(w) or is_be_or_did(w)
+            or empty_verb_form(w))
 
 
 PREFIX = "*"

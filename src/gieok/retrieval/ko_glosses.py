@@ -70,9 +70,9 @@ def word_gloss(word: str) -> tuple[str, ...]:
     # A gloss that only spells the word in Latin letters ("geuraeseo" for 그래서) translates nothing. The usual
     # sense is checked alone first: spelling out every sense cost ~0.1 ms a word.
     usual = usual_sense(key, all_senses)
-    if usual is not None and not spells(usual, word, stem):
+    if usual is not None and not spells(usual, word, stem, key):
         return tuple(sense_words(usual))
-    senses = tuple(s for s in all_senses if s != usual and not spells(s, word, stem))
+    senses = tuple(s for s in all_senses if s != usual and not spells(s, word, stem, key))
     return tuple(sense_words(senses[0])) if senses else ()
 
 

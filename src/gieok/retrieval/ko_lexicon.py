@@ -168,13 +168,14 @@ def lookup(word: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[st
 
 
 def _key(form: str, how: Reading, table: dict[str, str]) -> str | None:
-    """The key `form` is found under, read as `how`. A form only a verb's ending leaves takes the verb's own
-    senses (its headword, 타다: "ride"), not those its stem shares with a noun (타, 他: "other"); a form with a
-    restored ㄹ counts only where it is a verb and the form without it is not (열다 for 여는, but 가다 for 가는)."""
+    """The key `form` is found under, read as `how`. A form only a verb's ending leaves is found only as a verb,
+    with the verb's own senses (its headword, 타다: "ride"), not those its stem shares with a noun (타, 他:
+    "other"; 할까 is not 할, "hal"); a form with a restored ㄹ counts only where it is a verb and the form without
+    it is not (열다 for 여는, but 가다 for 가는)."""
     if how == "dropped ㄹ":
         return form + "다" if form + "다" in table and without_final(form) + "다" not in table else None
-    if how == "verb" and form + "다" in table:
-        return form + "다"
+    if how == "verb":
+        return form + "다" if form + "다" in table else None
     return form if form in table else None
 
 
