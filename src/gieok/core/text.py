@@ -167,6 +167,7 @@ def korean_word_forms(text: str) -> list[tuple[str, str]]:
     return out
 
 
+@lru_cache(maxsize=16384)
 def function_word(w: str) -> bool:
     """A Korean particle, ending or function word standing alone (대해, 것에, 뭐였, 있지): no word to look for."""
     return (w in KO_STOPWORDS or query_stem(w) in KO_STOPWORDS or is_suffix(w) or is_be_or_did(w)
