@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from gieok.core.korean_stems import closed
+
 
 def _longest_first(text: str) -> tuple[str, ...]:
     return tuple(sorted(set(text.split()), key=lambda w: (-len(w), w)))
@@ -87,12 +89,6 @@ _AFTER_CONSONANT = frozenset(s for s in _SUFFIXES if s[0] in "은을과으" or s
                                                                                 "이란"})
 
 
-def _closed(syllable: str) -> bool:
-    """The Hangul syllable ends in a consonant (책, 을), not a vowel (파, 이)."""
-    code = ord(syllable) - 0xAC00
-    return 0 <= code < 11172 and code % 28 != 0
-
-
 @lru_cache(maxsize=8192)
 def query_stem(word: str) -> str:
     """A Hangul word without its trailing particle or ending (longest suffix first); the word itself when what
@@ -102,7 +98,7 @@ def query_stem(word: str) -> str:
             rest = word[: -len(suf)]
             # At least two syllables stay: the bigram index cannot match one, and one-syllable suffixes also end
             # many nouns ("회의", "결과", "지나").
-            if len(rest) < 2 or (suf in _AFTER_CONSONANT and not _closed(rest[-1])):
+            if len(rest) < 2 or (suf in _AFTER_CONSONANT and not closed(rest[-1])):
                 continue
             return rest
     return word

@@ -18,9 +18,12 @@ weight small. Measured on the dev Korean conversation: recall@10 0.774 → 0.793
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal, TypeVar
+from typing import Literal
 
-_How = TypeVar("_How")
+# How a dictionary form was read from a word: "any" where a noun or a verb may leave it (the word itself, 책을 →
+# 책, 찾는 → 찾, whose 는 is also the topic particle: 차는, "the car"), "verb" where only a verb's ending does (갔 →
+# 가, 타러 → 타, 나간 → 나가), "dropped ㄹ" where a verb's stem lost its ㄹ before ㄴ (여는 → 열, 만든 → 만들).
+Reading = Literal["any", "verb", "dropped ㄹ"]
 
 _BASE, _FINALS, _VOWELS = 0xAC00, 28, 21
 _SSANG_SIOT = 20        # ㅆ as a syllable's final: the past tense in 갔, 그렸, 봤, 했
@@ -75,29 +78,29 @@ def lemmas(word: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=8192)
-def _readings(word: str) -> tuple[tuple[str, bool], ...]:
-    """`lemmas`, each with whether only a verb's ending leaves it (갔 → 가, 먹어 → 먹, 키워 → 키우), where a
+def _readings(word: str) -> tuple[tuple[str, Reading], ...]:
+    """`lemmas`, each "verb" where only a verb's ending leaves it (갔 → 가, 먹어 → 먹, 키워 → 키우), "any" where a
     noun's particle may leave it too (책들 → 책, 커피요 → 커피)."""
-    out = [(word, False)]
+    out: list[tuple[str, Reading]] = [(word, "any")]
     w = word
     if w.endswith("들") and len(w) >= 2:
         w = w[:-1]
-        out.append((w, False))
+        out.append((w, "any"))
     for end in _ENDINGS:
         if w.endswith(end) and len(w) > len(end):
             w = w[: -len(end)]
-            out.append((w, end != "요"))  # 요 also follows a noun ("커피요"); the others follow a verb stem
+            out.append((w, "any" if end == "요" else "verb"))  # 요 follows a noun too ("커피요"); the others a verb
             break
     if len(w) > 1 and w[-1] in "었았였":
-        out.append((w[:-1], True))
+        out.append((w[:-1], "verb"))
         if w[-1] == "였":
-            out.append((w[:-1] + "하", True))
+            out.append((w[:-1] + "하", "verb"))
     elif w and (parts := _parts(w[-1])) and parts[2] == _SSANG_SIOT:
         initial, vowel, _ = parts
         if initial * _VOWELS + vowel == _HA:
-            out.append((w[:-1] + "하", True))
+            out.append((w[:-1] + "하", "verb"))
         for v in _UNCONTRACT.get(vowel, (vowel,)):
-            out.append((w[:-1] + _syllable(initial * _VOWELS + v), True))
+            out.append((w[:-1] + _syllable(initial * _VOWELS + v), "verb"))
     elif w and (parts := _parts(w[-1])) and parts[2] == 0 and (parts[1] in _CASUAL or parts[0] * _VOWELS +
                                                               parts[1] == _HA):
         # The casual present contracts the stem's last vowel with 어/아 as the past tense does, without the ㅆ:
@@ -105,16 +108,22 @@ def _readings(word: str) -> tuple[tuple[str, bool], ...]:
         # people ask, and the dictionary knew none of these forms (키워 went to the model, which said "kinda").
         initial, vowel, _ = parts
         for v in (0,) if initial * _VOWELS + vowel == _HA else _UNCONTRACT[vowel]:
-            out.append((w[:-1] + _syllable(initial * _VOWELS + v), True))
+            out.append((w[:-1] + _syllable(initial * _VOWELS + v), "verb"))
     # 르-irregular verbs double their ㄹ before 아/어: 골랐 → 고르(다) "chose", 불렀 → 부르(다), 몰라 → 모르(다).
     if len(w) >= 2 and w[-1] in "랐렀라러" and (prev := _parts(w[-2])) and prev[2] == _RIEUL:
-        out.append((w[:-2] + _syllable(prev[0] * _VOWELS + prev[1]) + "르", True))
+        out.append((w[:-2] + _syllable(prev[0] * _VOWELS + prev[1]) + "르", "verb"))
     return _first_each(out)
 
 
-def _first_each(readings: list[tuple[str, _How]]) -> tuple[tuple[str, _How], ...]:
+def closed(syllable: str) -> bool:
+    """The Hangul syllable ends in a consonant (책, 을), not a vowel (파, 이)."""
+    parts = _parts(syllable)
+    return parts is not None and parts[2] != 0
+
+
+def _first_each(readings: list[tuple[str, Reading]]) -> tuple[tuple[str, Reading], ...]:
     """Each form once, as it was first read."""
-    seen: dict[str, _How] = {}
+    seen: dict[str, Reading] = {}
     for form, how in readings:
         seen.setdefault(form, how)
     return tuple(seen.items())
@@ -134,10 +143,6 @@ _VERB_ENDINGS = tuple(sorted("던 기 다 다고 까 게 지만 는데 면서 �
                              key=len, reverse=True))
 
 
-# How a dictionary form was read from a word: "any" where a noun or a verb may leave it (the word itself, 책을 →
-# 책, 찾는 → 찾, whose 는 is also the topic particle: 차는, "the car"), "verb" where only a verb's ending does (갔 →
-# 가, 타러 → 타, 나간 → 나가), "dropped ㄹ" where a verb's stem lost its ㄹ before ㄴ (여는 → 열, 만든 → 만들).
-Reading = Literal["any", "verb", "dropped ㄹ"]
 
 
 @lru_cache(maxsize=8192)
@@ -172,7 +177,7 @@ def empty_verb_form(word: str) -> bool:
 def _all_readings(word: str, before_ending: bool = False) -> tuple[tuple[str, Reading], ...]:
     """Every form `word` may be read as, in order, the empty verbs' and pronouns' too (`dictionary_lemmas` sorts
     those out); `before_ending`: `word` is what a verb's ending left."""
-    out: list[tuple[str, Reading]] = [(f, "verb" if verb else "any") for f, verb in _readings(word)]
+    out = list(_readings(word))
     stems: list[tuple[str, Reading]] = []
     if len(word) == 2 and word[-1] in _PARTICLES and word[-1] not in _JOINING:
         out.append((word[:-1], "any"))

@@ -171,7 +171,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     # senses (gieok.retrieval.ko_compounds), embedded in the same call as the query's words.
     parts: dict[int, list[str]] = {}
     for i, (written, w) in enumerate(forms):
-        if (not (ko_lexicon.senses(written) or ko_lexicon.senses(w))
+        if (not ko_lexicon.senses_written(written, w)
                 and len(split := compound_parts(w, table, written)) > 1):
             parts[i] = split
     extra = [p for split in parts.values() for p in split]
@@ -204,8 +204,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
                 sources.setdefault(tuple(t), source)
 
     for i, (written, w) in enumerate(forms):
-        # As written first: the stem can cut a word's own last syllable ("고양이" → 고양, a particle's shape).
-        senses = ko_lexicon.senses(written) or ko_lexicon.senses(w)
+        senses = ko_lexicon.senses_written(written, w)
         got: list[list[str]] | None = dictionary_terms(vecs[i], senses, index, matrix)
         firsts = got[:1] if got else []   # each word's best sense renders it; a compound's, each of its words'
         if not got and i in parts:
@@ -216,8 +215,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             pending.append(i)
         elif got:
             take(i, got, firsts)
-        elif not senses or not (ko_lexicon.senses(written, by_first_syllables=False)
-                                or ko_lexicon.senses(w, by_first_syllables=False)):
+        elif not senses or not ko_lexicon.senses_written(written, w, by_first_syllables=False):
             # A word the dictionary does not know (a loanword, a name), or knows only by its first syllables
             # (피크닉 by 피크, "peak"): the model's nearest words. One it knows but none of whose senses this
             # user's memory uses is about something the memory does not hold: the nearest words of a small

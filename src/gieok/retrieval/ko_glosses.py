@@ -63,7 +63,7 @@ def word_gloss(word: str) -> tuple[str, ...]:
     if function_word(word):
         return ()
     stem = query_stem(word)
-    found = ko_lexicon.lookup(word) or ko_lexicon.lookup(stem)
+    found = ko_lexicon.lookup_written(word, stem)
     if found is None:
         return ()
     key, all_senses = found

@@ -34,8 +34,8 @@ from gieok.core.once import Once
 from gieok.core.text import STOPWORDS, stem_word
 from gieok.retrieval.dev_glossary import GLOSSARY
 
-__all__ = ["english_ready", "english_word", "key_headwords", "keys_of", "lemmas", "loaded", "lookup", "ready",
-           "sense_words", "senses", "senses_table", "split_senses"]
+__all__ = ["english_ready", "english_word", "key_headwords", "keys_of", "lemmas", "loaded", "lookup", "lookup_written",
+           "ready", "sense_words", "senses", "senses_table", "senses_written", "split_senses"]
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +177,19 @@ def _key(form: str, how: Reading, table: dict[str, str]) -> str | None:
     if how == "verb":
         return form + "다" if form + "다" in table else None
     return form if form in table else None
+
+
+def lookup_written(written: str, stem: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[str, ...]] | None:
+    """`lookup` of a query word as written, then of its stem: the stem can cut a word's own last syllable
+    ("고양이" → 고양, the shape of a particle), so the word as written is the better key where it is one."""
+    return (lookup(written, by_first_syllables=by_first_syllables)
+            or lookup(stem, by_first_syllables=by_first_syllables))
+
+
+def senses_written(written: str, stem: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
+    """`lookup_written`'s senses; none when it finds no key."""
+    got = lookup_written(written, stem, by_first_syllables=by_first_syllables)
+    return got[1] if got else ()
 
 
 def senses(word: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:

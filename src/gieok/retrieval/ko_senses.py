@@ -93,7 +93,7 @@ async def to_reword(forms: list[tuple[str, str]], index: dict[str, int]) -> dict
     vocabulary's full-text tokens) holds: its senses to reword, usual first."""
     known: dict[int, tuple[str, tuple[str, ...]]] = {}
     for i, (written, w) in enumerate(forms):
-        found = ko_lexicon.lookup(written, by_first_syllables=False) or ko_lexicon.lookup(w, by_first_syllables=False)
+        found = ko_lexicon.lookup_written(written, w, by_first_syllables=False)
         if found is not None and not any(_held(ws, index) for s in found[1] if (ws := sense_words(s))):
             known[i] = found
     if known:

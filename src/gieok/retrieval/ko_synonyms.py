@@ -85,7 +85,7 @@ def candidates(written: str, stem: str) -> list[str]:
     table = ko_lexicon.senses_table()
     if not any(w in table and _term_word(w, table) for w in (written, stem)):
         return []   # a verb's synonyms are verbs the text inflects ("열었" → 열기): nouns only, as memory writes them
-    senses = ko_lexicon.senses(written) or ko_lexicon.senses(stem)
+    senses = ko_lexicon.senses_written(written, stem)
     index = inverted()
     shared: dict[str, int] = {}
     for sense in senses:
