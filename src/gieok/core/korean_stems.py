@@ -121,6 +121,12 @@ def closed(syllable: str) -> bool:
     return parts is not None and parts[2] != 0
 
 
+def ends_in_rieul(word: str) -> bool:
+    """The word's last syllable ends in ㄹ (갈, 살, 열)."""
+    parts = _parts(word[-1]) if word else None
+    return parts is not None and parts[2] == _RIEUL
+
+
 def _first_each(readings: list[tuple[str, Reading]]) -> tuple[tuple[str, Reading], ...]:
     """Each form once, as it was first read."""
     seen: dict[str, Reading] = {}
@@ -155,11 +161,66 @@ def dictionary_lemmas(word: str) -> tuple[tuple[str, Reading], ...]:
     is itself a headword keeps its own senses. A stem with its ㄹ restored comes before the stem without it: the
     caller takes it only where it is a verb and the other is not (여는 is 열다's, not 여 "woman" with a particle;
     가는 stays 가다's)."""
+    return _sorted_out(_all_readings(word))
+
+
+def _sorted_out(readings: tuple[tuple[str, Reading], ...]) -> tuple[tuple[str, Reading], ...]:
     # The common stems as a verb's (하, 되, 있; 것, 거) say nothing, and their homographs (하 "ah", 되 "doe") are
     # not meant: a form of 하다 or 되다 is a function word (`empty_verb_form`).
-    return _first_each([(f, "any" if how == "verb" and f in _PRONOUNS else how) for f, how in _all_readings(word)
+    return _first_each([(f, "any" if how == "verb" and f in _PRONOUNS else how) for f, how in readings
                         if not (how == "verb" and f in _NO_VERB)
                         and (how != "dropped ㄹ" or without_final(f) not in _PRONOUNS | _NO_VERB)])
+
+
+# One-syllable words that stand before another word as something other than a verb's adnominal: the adverbs 안
+# ("not"), 잘 ("well"), 늘 ("always"), and a pronoun or 것 with its particle run into it (난, 넌, 날, 널, 전, 절, 건,
+# 걸, 뭔).
+_NOT_ADNOMINAL = frozenset("안 잘 늘 난 넌 날 널 전 절 건 걸 뭔 뭘".split())
+# Words a unit follows (몇 번, 여러 번, 다음 달): the one-syllable word after them counts, it is no verb; and the
+# last syllables of numbers (열다섯 살, 스물한 살, 서른 명), which also end adnominals (따뜻한 말), after which a
+# word is a noun too.
+_COUNTING = frozenset("몇몇 여러 첫 매 각 다음 지난 이번 저번".split())
+_NUMBER_ENDS = frozenset("몇한두세네섯곱덟홉열무물른흔쉰순")
+# The vowels a verb's 아/어 form ends in (가, 써, 보여, 도와, 배워, 해), before an auxiliary (본, 준, 둔, 볼). 가 and
+# 와 after a noun are its particles (미나가 연 가게, 친구와 간 곳).
+_LINKING_VOWELS = frozenset({0, 1, 4, 6, 9, 10, 14})
+
+
+def adnominal_words(text: str) -> frozenset[str]:
+    """The one-syllable words of `text` that stand before another Korean word as a verb's adnominal: 새로 산 신발
+    ("the shoes … bought"), Jon이 연 스튜디오 ("opened"), 캠핑 갈 계획 ("go"), 가장 큰 어려움 ("big"). Alone, such a
+    word is read as a noun (산 "mountain", 연 "kite") or not at all, since names are one syllable too (존, 벤); before
+    a noun its verb reading (`adnominal_lemmas`) comes first. Not first in a sentence, not after a word that counts
+    (몇 번, 다음 달), and not the adverbs and contracted pronouns that take that place (안 좋은, 난 거기)."""
+    words = text.split()
+    out: set[str] = set()
+    for i, w in enumerate(words[:-1]):
+        last = _parts(w) if len(w) == 1 else None
+        if (last is None or last[2] not in (_NIEUN, _RIEUL) or w in _NOT_ADNOMINAL
+                or _parts(words[i + 1][0]) is None):
+            continue
+        # A clause comes before its adnominal (새로 산, Jon이 연); first in a sentence, the word is a noun before
+        # a noun (산 정상, "the mountain's top").
+        before = words[i - 1] if i > 0 else "."
+        if (before[-1] in ".!?" or before in _COUNTING or before[-1] in _NUMBER_ENDS
+                or any(ch.isdigit() for ch in before)):
+            continue
+        end = _parts(before[-1])
+        # After a word ending in ㄴ (an adnominal, 따뜻한 말; or the topic particle, which no relative clause holds:
+        # John은 군 기념관, "the military memorial") the word is a noun; after a verb's 아/어 form it is an auxiliary
+        # (가 본 "have been", 보여 준 "showed"), which says nothing of its own.
+        if end is not None and (end[2] == _NIEUN or (end[2] == 0 and end[1] in _LINKING_VOWELS
+                                                     and not (len(before) > 1 and before[-1] in "가와"))):
+            continue
+        out.add(w)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=1024)
+def adnominal_lemmas(word: str) -> tuple[tuple[str, Reading], ...]:
+    """The verb readings of a one-syllable word standing as an adnominal (`adnominal_words`): 산 → 사(다), 큰 → 크(다),
+    연 → 열(다) with its dropped ㄹ, 갈 → 가(다)."""
+    return _sorted_out(tuple((f, how) for f, how in _all_readings(word, True) if how != "any"))
 
 
 def empty_verb_form(word: str) -> bool:

@@ -32,10 +32,11 @@ import anyio
 import numpy as np
 
 from gieok.core.korean import HONORIFICS, query_stem
+from gieok.core.korean_stems import adnominal_words
 from gieok.core.models import Memory
 from gieok.core.text import korean_word_forms, stem_word
 from gieok.providers.embed.base import Embedder, Vector
-from gieok.retrieval import ko_lexicon
+from gieok.retrieval import en_inflections, ko_lexicon
 from gieok.retrieval.hubs import Probes, model_probes
 from gieok.retrieval.ko_compounds import compound_parts
 from gieok.retrieval.ko_senses import STEMS, dictionary_terms, reworded, to_reword
@@ -167,18 +168,25 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
         return Bridged()
     terms, matrix = vocab
     table = await ko_lexicon.ready()     # once per process, off the event loop
+    await en_inflections.ready()
+    # A one-syllable word before a noun is read as a verb first (새로 산 신발: "bought"; gieok.core.korean_stems).
+    adn = adnominal_words(query)
+
+    def senses_of(written: str, w: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
+        return ko_lexicon.senses_written(written, w, by_first_syllables=by_first_syllables, adnominal=written in adn)
+
     # A compound the dictionary does not know whole, written without its space ("배포일정"): its words'
     # senses (gieok.retrieval.ko_compounds), embedded in the same call as the query's words.
     parts: dict[int, list[str]] = {}
     for i, (written, w) in enumerate(forms):
-        if (not ko_lexicon.senses_written(written, w)
+        if (not senses_of(written, w)
                 and len(split := compound_parts(w, table, written)) > 1):
             parts[i] = split
     extra = [p for split in parts.values() for p in split]
     index = STEMS.get(terms)
     # Words the dictionary knows none of whose senses the memory words alike (자전거, "bicycle", over a memory of
     # "biking"): their usual senses, embedded in the same call, to find the memory's own word for them.
-    rewording = await to_reword(forms, index)
+    rewording = await to_reword(forms, index, adn)
     phrases = [ph for ph in dict.fromkeys(p for got in rewording.values() for p in got) if ph not in extra]
     # A word the dictionary lists as written is embedded so: the stem can cut its own last syllable (할머니 → 할머,
     # 고양이 → 고양), which the model reads as another word.
@@ -204,7 +212,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
                 sources.setdefault(tuple(t), source)
 
     for i, (written, w) in enumerate(forms):
-        senses = ko_lexicon.senses_written(written, w)
+        senses = senses_of(written, w)
         got: list[list[str]] | None = dictionary_terms(vecs[i], senses, index, matrix)
         firsts = got[:1] if got else []   # each word's best sense renders it; a compound's, each of its words'
         if not got and i in parts:
@@ -215,7 +223,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             pending.append(i)
         elif got:
             take(i, got, firsts)
-        elif not senses or not ko_lexicon.senses_written(written, w, by_first_syllables=False):
+        elif not senses or not senses_of(written, w, by_first_syllables=False):
             # A word the dictionary does not know (a loanword, a name), or knows only by its first syllables
             # (피크닉 by 피크, "peak"): the model's nearest words. One it knows but none of whose senses this
             # user's memory uses is about something the memory does not hold: the nearest words of a small

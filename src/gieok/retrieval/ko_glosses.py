@@ -14,6 +14,7 @@ from collections.abc import Collection
 from functools import lru_cache
 
 from gieok.core.korean import query_stem
+from gieok.core.korean_stems import adnominal_words
 from gieok.core.text import function_word, stem_word
 from gieok.retrieval import ko_lexicon, ko_sense_order
 from gieok.retrieval.ko_lexicon import sense_words
@@ -28,8 +29,9 @@ def gloss_words(text: str) -> list[str]:
     """The English words of the glosses of `text`'s Korean words, in order. Call after `await ready()` (or
     `ko_lexicon.ready()`: the sense order is read on first use)."""
     out: list[str] = []
+    adn = adnominal_words(text)
     for w in HANGUL_RUN.findall(text):
-        out.extend(word_gloss(w))
+        out.extend(word_gloss(w, adnominal=w in adn))
     return out
 
 
@@ -41,13 +43,14 @@ def glossing_words(text: str, tokens: Collection[str], limit: int) -> tuple[dict
     glossed before costs ~35 µs, so a caller reading many rows bounds them."""
     out: dict[str, str] = {}
     seen: set[str] = set()
+    adn = adnominal_words(text)
     for w in HANGUL_RUN.findall(text):
         if w in seen:
             continue
         if len(seen) >= limit or len(out) == len(tokens):
             break
         seen.add(w)
-        for g in word_gloss(w):
+        for g in word_gloss(w, adnominal=w in adn):
             t = stem_word(g)
             if t in tokens and t not in out:
                 found = ko_lexicon.lookup(w)
@@ -56,14 +59,15 @@ def glossing_words(text: str, tokens: Collection[str], limit: int) -> tuple[dict
 
 
 @lru_cache(maxsize=16384)
-def word_gloss(word: str) -> tuple[str, ...]:
-    """The English words of one Korean word's gloss; none for a function word or a word the dictionary lacks."""
+def word_gloss(word: str, *, adnominal: bool = False) -> tuple[str, ...]:
+    """The English words of one Korean word's gloss; none for a function word or a word the dictionary lacks.
+    `adnominal`: a one-syllable word before a noun, read as a verb first (gieok.core.korean_stems)."""
     # Per word, remembered: a long message repeats its words, and the librarian runs on the event loop (a
     # 64 KB message of one repeated word took 0.75 s uncached).
     if function_word(word):
         return ()
     stem = query_stem(word)
-    found = ko_lexicon.lookup_written(word, stem)
+    found = ko_lexicon.lookup_written(word, stem, adnominal=adnominal)
     if found is None:
         return ()
     key, all_senses = found

@@ -29,7 +29,7 @@ from importlib import resources
 
 import anyio
 
-from gieok.core.korean_stems import Reading, dictionary_lemmas, lemmas, without_final
+from gieok.core.korean_stems import Reading, adnominal_lemmas, dictionary_lemmas, ends_in_rieul, lemmas, without_final
 from gieok.core.once import Once
 from gieok.core.text import STOPWORDS, stem_word
 from gieok.retrieval.dev_glossary import GLOSSARY
@@ -149,12 +149,17 @@ async def english_ready() -> None:
 
 
 @lru_cache(maxsize=8192)
-def lookup(word: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[str, ...]] | None:
+def lookup(word: str, *, by_first_syllables: bool = True,
+           adnominal: bool = False) -> tuple[str, tuple[str, ...]] | None:
     """The dictionary key a Korean query word (stem) is found under, from the first of its lemmas the
     dictionary knows, with its English senses. `by_first_syllables=False`: only a lemma that is itself a
-    headword (a loanword is often not one, and its first syllables are another word: 피크닉 → 피크, "peak")."""
+    headword (a loanword is often not one, and its first syllables are another word: 피크닉 → 피크, "peak").
+    `adnominal`: a one-syllable word standing before a noun (gieok.core.korean_stems.adnominal_words), read as a
+    verb first (새로 산 신발: 사다 "buy", not 산 "mountain")."""
     table = senses_table()
     forms = dictionary_lemmas(word)
+    if adnominal and not _either_verb(word, table):
+        forms = adnominal_lemmas(word) + forms
     # Every lemma as a headword before any by its first syllables: "돌아가셨" is 돌아가시(다), "pass away",
     # not 돌아가(다), "go around", which its first syllables would find first.
     key = next((k for form, how in forms if (k := _key(form, how, table)) is not None), None)
@@ -165,6 +170,13 @@ def lookup(word: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[st
     if key is None:
         return None
     return key, split_senses(table[key])
+
+
+def _either_verb(word: str, table: dict[str, str]) -> bool:
+    """Whether a one-syllable adnominal ending in ㄹ may be either of two verbs: the future of an open stem or a
+    ㄹ stem's own (살 곳: 사다 "buy" or 살다 "live"; 깔: 까다 "peel" or 깔다 "lay"). Nothing tells them apart
+    without more of the sentence, so neither is taken."""
+    return ends_in_rieul(word) and without_final(word) + "다" in table and word + "다" in table
 
 
 def _key(form: str, how: Reading, table: dict[str, str]) -> str | None:
@@ -179,16 +191,18 @@ def _key(form: str, how: Reading, table: dict[str, str]) -> str | None:
     return form if form in table else None
 
 
-def lookup_written(written: str, stem: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[str, ...]] | None:
+def lookup_written(written: str, stem: str, *, by_first_syllables: bool = True,
+                   adnominal: bool = False) -> tuple[str, tuple[str, ...]] | None:
     """`lookup` of a query word as written, then of its stem: the stem can cut a word's own last syllable
     ("고양이" → 고양, the shape of a particle), so the word as written is the better key where it is one."""
-    return (lookup(written, by_first_syllables=by_first_syllables)
+    return (lookup(written, by_first_syllables=by_first_syllables, adnominal=adnominal)
             or lookup(stem, by_first_syllables=by_first_syllables))
 
 
-def senses_written(written: str, stem: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
+def senses_written(written: str, stem: str, *, by_first_syllables: bool = True,
+                   adnominal: bool = False) -> tuple[str, ...]:
     """`lookup_written`'s senses; none when it finds no key."""
-    got = lookup_written(written, stem, by_first_syllables=by_first_syllables)
+    got = lookup_written(written, stem, by_first_syllables=by_first_syllables, adnominal=adnominal)
     return got[1] if got else ()
 
 

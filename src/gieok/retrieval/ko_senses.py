@@ -13,12 +13,12 @@ word itself (which kept "inactive" from becoming "active").
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import numpy as np
 
 from gieok.core.text import stem_word
-from gieok.retrieval import ko_lexicon, ko_sense_order
+from gieok.retrieval import en_inflections, ko_lexicon, ko_sense_order
 from gieok.retrieval.ko_lexicon import sense_words
 from gieok.retrieval.vocab_nearest import MIN_COSINE, TOP_PER_WORD, nearest_scored
 
@@ -53,12 +53,19 @@ STEMS = _StemIndex()
 def dictionary_terms(word_vec: np.ndarray, senses: Iterable[str], index: dict[str, int], matrix: np.ndarray,
                      *, top: int = TOP_PER_WORD) -> list[list[str]]:
     """The dictionary senses of one Korean word that the user's memory uses (every word of the sense is in its
-    vocabulary), best first by the embedding model's cosine to the Korean word: a full-text term each (a
-    two-word sense is a phrase)."""
+    vocabulary, or a one-word sense's irregular form is), best first by the embedding model's cosine to the
+    Korean word: a full-text term each (a two-word sense is a phrase). Call after `en_inflections.ready()`."""
     scored: list[tuple[float, list[str]]] = []
     for sense in senses:
         words = sense_words(sense)
-        if not words or not _held(words, index):
+        if not words:
+            continue
+        if not _held(words, index):
+            # The memory may hold the sense only in a form the stemmer keeps apart: "bought" for "buy", "went"
+            # for "go" (gieok.retrieval.en_inflections).
+            if len(words) == 1:
+                scored.extend((float(matrix[index[t]] @ word_vec), [t])
+                              for t in en_inflections.other_forms(words[0]) if t in index)
             continue
         toks = [stem_word(w) for w in words]
         scored.append((float(np.mean([matrix[index[t]] @ word_vec for t in toks])), toks))
@@ -88,13 +95,16 @@ REWORD_MIN = 0.85
 REWORD_SENSES = 2
 
 
-async def to_reword(forms: list[tuple[str, str]], index: dict[str, int]) -> dict[int, list[str]]:
+async def to_reword(forms: list[tuple[str, str]], index: dict[str, int],
+                    adnominal: Collection[str] = ()) -> dict[int, list[str]]:
     """For each query word (as written, stem) that the dictionary knows whole but none of whose senses `index` (a
-    vocabulary's full-text tokens) holds: its senses to reword, usual first."""
+    vocabulary's full-text tokens) holds: its senses to reword, usual first. `adnominal`: the words read as a
+    verb first (gieok.core.korean_stems.adnominal_words)."""
     known: dict[int, tuple[str, tuple[str, ...]]] = {}
     for i, (written, w) in enumerate(forms):
-        found = ko_lexicon.lookup_written(written, w, by_first_syllables=False)
-        if found is not None and not any(_held(ws, index) for s in found[1] if (ws := sense_words(s))):
+        found = ko_lexicon.lookup_written(written, w, by_first_syllables=False, adnominal=written in adnominal)
+        if found is not None and not any(_held(ws, index) or (len(ws) == 1 and _held_as_other(ws[0], index))
+                                         for s in found[1] if (ws := sense_words(s))):
             known[i] = found
     if known:
         await ko_sense_order.ready()
@@ -106,6 +116,11 @@ async def to_reword(forms: list[tuple[str, str]], index: dict[str, int]) -> dict
         if phrases:
             out[i] = phrases
     return out
+
+
+def _held_as_other(word: str, index: dict[str, int]) -> bool:
+    """One of `word`'s irregular forms is in the vocabulary (bought for buy)."""
+    return any(t in index for t in en_inflections.other_forms(word))
 
 
 def _held(words: list[str], index: dict[str, int]) -> bool:
