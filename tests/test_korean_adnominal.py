@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gieok.core.korean_stems import adnominal_words
+from gieok.core.korean_adnominal import adnominal_words
 from gieok.retrieval import ko_glosses, ko_lexicon
 from tests.conftest import e5_service, found_and_named
 
@@ -46,9 +46,10 @@ def test_a_one_syllable_word_before_a_noun_is_an_adnominal(text: str, words: set
     "John은 군 기념관에 갔어",       # after the topic particle: 군 "military", not 굴다
     "둘 다 가 본 도시",              # after 가 (가다's 아 form): the auxiliary "have been"
     "Maria에게 보여 준 노을",        # the auxiliary 주다
+    "안 풀릴 땐 쉬어",               # 때는 contracted
 ])
 def test_what_is_not_an_adnominal(text: str) -> None:
-    assert not ({"번", "달", "살", "말", "안", "난", "잘", "산", "군", "본", "준"} & adnominal_words(text))
+    assert not ({"번", "달", "살", "말", "안", "난", "잘", "산", "군", "본", "준", "땐"} & adnominal_words(text))
 
 
 @pytest.fixture()

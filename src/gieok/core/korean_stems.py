@@ -27,8 +27,8 @@ Reading = Literal["any", "verb", "dropped ㄹ"]
 
 _BASE, _FINALS, _VOWELS = 0xAC00, 28, 21
 _SSANG_SIOT = 20        # ㅆ as a syllable's final: the past tense in 갔, 그렸, 봤, 했
-_NIEUN = 4              # ㄴ as a final: the past adnominal in 본, 간, 쓴
-_RIEUL = 8              # ㄹ as a final: doubled by a 르-irregular verb (골라, 불렀)
+NIEUN = 4               # ㄴ as a final: the past adnominal in 본, 간, 쓴
+RIEUL = 8               # ㄹ as a final: doubled by a 르-irregular verb (골라, 불렀)
 _HA = 18 * _VOWELS + 1  # (initial ㅎ, vowel ㅐ): 했 → 하
 # Vowel index after the past tense contracted it, → the stem's own vowel(s): ㅕ→ㅣ (그렸→그리), ㅘ→ㅗ (봤→보),
 # ㅝ→ㅜ (배웠→배우), ㅐ→ㅏ, ㅙ→ㅚ (됐→되), ㅓ→ㅡ or ㅓ (썼→쓰, 섰→서); others stay (갔→가).
@@ -58,8 +58,8 @@ def _syllable(initial_vowel: int, final: int = 0) -> str:
     return chr(_BASE + initial_vowel * _FINALS + final)
 
 
-def _parts(syllable: str) -> tuple[int, int, int] | None:
-    """(initial, vowel, final) indices of a precomposed Hangul syllable."""
+def syllable_parts(syllable: str) -> tuple[int, int, int] | None:
+    """(initial, vowel, final) indices of a precomposed Hangul syllable; None for another character."""
     code = ord(syllable) - _BASE
     if not 0 <= code < 11172:
         return None
@@ -68,7 +68,7 @@ def _parts(syllable: str) -> tuple[int, int, int] | None:
 
 
 # (initial, vowel) of the empty verbs' stems and of their contractions with 어/아 (해, 돼).
-_EMPTY_ONSETS = frozenset(p[:2] for s in (*_EMPTY_VERBS, "해", "돼") if (p := _parts(s)) is not None)
+_EMPTY_ONSETS = frozenset(p[:2] for s in (*_EMPTY_VERBS, "해", "돼") if (p := syllable_parts(s)) is not None)
 
 
 @lru_cache(maxsize=8192)
@@ -95,13 +95,13 @@ def _readings(word: str) -> tuple[tuple[str, Reading], ...]:
         out.append((w[:-1], "verb"))
         if w[-1] == "였":
             out.append((w[:-1] + "하", "verb"))
-    elif w and (parts := _parts(w[-1])) and parts[2] == _SSANG_SIOT:
+    elif w and (parts := syllable_parts(w[-1])) and parts[2] == _SSANG_SIOT:
         initial, vowel, _ = parts
         if initial * _VOWELS + vowel == _HA:
             out.append((w[:-1] + "하", "verb"))
         for v in _UNCONTRACT.get(vowel, (vowel,)):
             out.append((w[:-1] + _syllable(initial * _VOWELS + v), "verb"))
-    elif w and (parts := _parts(w[-1])) and parts[2] == 0 and (parts[1] in _CASUAL or parts[0] * _VOWELS +
+    elif w and (parts := syllable_parts(w[-1])) and parts[2] == 0 and (parts[1] in _CASUAL or parts[0] * _VOWELS +
                                                               parts[1] == _HA):
         # The casual present contracts the stem's last vowel with 어/아 as the past tense does, without the ㅆ:
         # 키워 → 키우(다), 챙겨 → 챙기(다), 돼 → 되(다), 공부해 → 공부하(다). "뭐 키워?", "어디서 일해?" are how
@@ -110,21 +110,21 @@ def _readings(word: str) -> tuple[tuple[str, Reading], ...]:
         for v in (0,) if initial * _VOWELS + vowel == _HA else _UNCONTRACT[vowel]:
             out.append((w[:-1] + _syllable(initial * _VOWELS + v), "verb"))
     # 르-irregular verbs double their ㄹ before 아/어: 골랐 → 고르(다) "chose", 불렀 → 부르(다), 몰라 → 모르(다).
-    if len(w) >= 2 and w[-1] in "랐렀라러" and (prev := _parts(w[-2])) and prev[2] == _RIEUL:
+    if len(w) >= 2 and w[-1] in "랐렀라러" and (prev := syllable_parts(w[-2])) and prev[2] == RIEUL:
         out.append((w[:-2] + _syllable(prev[0] * _VOWELS + prev[1]) + "르", "verb"))
     return _first_each(out)
 
 
 def closed(syllable: str) -> bool:
     """The Hangul syllable ends in a consonant (책, 을), not a vowel (파, 이)."""
-    parts = _parts(syllable)
+    parts = syllable_parts(syllable)
     return parts is not None and parts[2] != 0
 
 
 def ends_in_rieul(word: str) -> bool:
     """The word's last syllable ends in ㄹ (갈, 살, 열)."""
-    parts = _parts(word[-1]) if word else None
-    return parts is not None and parts[2] == _RIEUL
+    parts = syllable_parts(word[-1]) if word else None
+    return parts is not None and parts[2] == RIEUL
 
 
 def _first_each(readings: list[tuple[str, Reading]]) -> tuple[tuple[str, Reading], ...]:
@@ -172,50 +172,6 @@ def _sorted_out(readings: tuple[tuple[str, Reading], ...]) -> tuple[tuple[str, R
                         and (how != "dropped ㄹ" or without_final(f) not in _PRONOUNS | _NO_VERB)])
 
 
-# One-syllable words that stand before another word as something other than a verb's adnominal: the adverbs 안
-# ("not"), 잘 ("well"), 늘 ("always"), and a pronoun or 것 with its particle run into it (난, 넌, 날, 널, 전, 절, 건,
-# 걸, 뭔).
-_NOT_ADNOMINAL = frozenset("안 잘 늘 난 넌 날 널 전 절 건 걸 뭔 뭘".split())
-# Words a unit follows (몇 번, 여러 번, 다음 달): the one-syllable word after them counts, it is no verb; and the
-# last syllables of numbers (열다섯 살, 스물한 살, 서른 명), which also end adnominals (따뜻한 말), after which a
-# word is a noun too.
-_COUNTING = frozenset("몇몇 여러 첫 매 각 다음 지난 이번 저번".split())
-_NUMBER_ENDS = frozenset("몇한두세네섯곱덟홉열무물른흔쉰순")
-# The vowels a verb's 아/어 form ends in (가, 써, 보여, 도와, 배워, 해), before an auxiliary (본, 준, 둔, 볼). 가 and
-# 와 after a noun are its particles (미나가 연 가게, 친구와 간 곳).
-_LINKING_VOWELS = frozenset({0, 1, 4, 6, 9, 10, 14})
-
-
-def adnominal_words(text: str) -> frozenset[str]:
-    """The one-syllable words of `text` that stand before another Korean word as a verb's adnominal: 새로 산 신발
-    ("the shoes … bought"), Jon이 연 스튜디오 ("opened"), 캠핑 갈 계획 ("go"), 가장 큰 어려움 ("big"). Alone, such a
-    word is read as a noun (산 "mountain", 연 "kite") or not at all, since names are one syllable too (존, 벤); before
-    a noun its verb reading (`adnominal_lemmas`) comes first. Not first in a sentence, not after a word that counts
-    (몇 번, 다음 달), and not the adverbs and contracted pronouns that take that place (안 좋은, 난 거기)."""
-    words = text.split()
-    out: set[str] = set()
-    for i, w in enumerate(words[:-1]):
-        last = _parts(w) if len(w) == 1 else None
-        if (last is None or last[2] not in (_NIEUN, _RIEUL) or w in _NOT_ADNOMINAL
-                or _parts(words[i + 1][0]) is None):
-            continue
-        # A clause comes before its adnominal (새로 산, Jon이 연); first in a sentence, the word is a noun before
-        # a noun (산 정상, "the mountain's top").
-        before = words[i - 1] if i > 0 else "."
-        if (before[-1] in ".!?" or before in _COUNTING or before[-1] in _NUMBER_ENDS
-                or any(ch.isdigit() for ch in before)):
-            continue
-        end = _parts(before[-1])
-        # After a word ending in ㄴ (an adnominal, 따뜻한 말; or the topic particle, which no relative clause holds:
-        # John은 군 기념관, "the military memorial") the word is a noun; after a verb's 아/어 form it is an auxiliary
-        # (가 본 "have been", 보여 준 "showed"), which says nothing of its own.
-        if end is not None and (end[2] == _NIEUN or (end[2] == 0 and end[1] in _LINKING_VOWELS
-                                                     and not (len(before) > 1 and before[-1] in "가와"))):
-            continue
-        out.add(w)
-    return frozenset(out)
-
-
 @lru_cache(maxsize=1024)
 def adnominal_lemmas(word: str) -> tuple[tuple[str, Reading], ...]:
     """The verb readings of a one-syllable word standing as an adnominal (`adnominal_words`): 산 → 사(다), 큰 → 크(다),
@@ -228,7 +184,7 @@ def empty_verb_form(word: str) -> bool:
     English's "got", "become", "do" are stopwords."""
     # Those stems are one syllable, so such a word begins with one of them (or its contraction, 해, 돼): a test of
     # the first syllable spares reading every other word's endings (~7 µs a word not seen before).
-    first = _parts(word[0]) if word else None
+    first = syllable_parts(word[0]) if word else None
     if first is None or first[:2] not in _EMPTY_ONSETS:
         return False
     return any(how == "verb" and f in _EMPTY_VERBS for f, how in _all_readings(word))
@@ -245,12 +201,12 @@ def _all_readings(word: str, before_ending: bool = False) -> tuple[tuple[str, Re
     if len(word) >= 2 and word[-1] in _JOINING:
         # 는 after an open syllable is also the topic particle (차는, "the car"); after a closed one it is only
         # the adnominal (먹는, 찾는), as the particle is 은 there.
-        open_before = (end := _parts(word[-2])) is not None and end[2] == 0
+        open_before = (end := syllable_parts(word[-2])) is not None and end[2] == 0
         stems.append((word[:-1], "any" if word[-1] == "는" and open_before else "verb"))
     if len(word) >= 2 and word[-1] == "여":
         out.append((word[:-1] + "이", "verb"))
-    last = _parts(word[-1]) if word else None
-    if last and last[2] in (_NIEUN, _RIEUL) and (len(word) >= 2 or before_ending):
+    last = syllable_parts(word[-1]) if word else None
+    if last and last[2] in (NIEUN, RIEUL) and (len(word) >= 2 or before_ending):
         # Not one syllable standing alone: names are (존, 벤, 준), which would read as 조다, 베다 ("cut"), 주다.
         # Before a verb's ending it is a verb's (든다 → 들다).
         stems.append((word[:-1] + _syllable(last[0] * _VOWELS + last[1]), "verb"))
@@ -260,14 +216,14 @@ def _all_readings(word: str, before_ending: bool = False) -> tuple[tuple[str, Re
             # 게 and 까 an ㄹ is the future's (갈게 "I'll go" → 가다, 줄게 → 주다), which a ㄹ stem's own would
             # look the same as (갈다 "grind", 줄다 "shrink"): the commoner reading first.
             rest = word[: -len(ending)]
-            if ending in ("게", "까") and (fin := _parts(rest[-1])) and fin[2] == _RIEUL:
+            if ending in ("게", "까") and (fin := syllable_parts(rest[-1])) and fin[2] == RIEUL:
                 out.append((without_final(rest), "verb"))
             out.extend((f, "verb" if how == "any" else how) for f, how in _all_readings(rest, True))
             break
     for st, how in stems:
-        end = _parts(st[-1])
+        end = syllable_parts(st[-1])
         if end and end[2] == 0:
-            out.append((st[:-1] + _syllable(end[0] * _VOWELS + end[1], _RIEUL), "dropped ㄹ"))
+            out.append((st[:-1] + _syllable(end[0] * _VOWELS + end[1], RIEUL), "dropped ㄹ"))
         out.append((st, how))
     return tuple(out)
 
@@ -275,7 +231,7 @@ def _all_readings(word: str, before_ending: bool = False) -> tuple[tuple[str, Re
 def without_final(form: str) -> str:
     """`form` with its last syllable's final consonant dropped (열 → 여): the stem a "dropped ㄹ" form was read
     from."""
-    end = _parts(form[-1]) if form else None
+    end = syllable_parts(form[-1]) if form else None
     return form[:-1] + _syllable(end[0] * _VOWELS + end[1]) if end else form
 
 
@@ -287,10 +243,10 @@ def prefix_stems(word: str) -> tuple[str, ...]:
         if len(form) != 1:
             continue
         out.append(form)
-        parts = _parts(form)
+        parts = syllable_parts(form)
         if parts and parts[2] == 0 and parts[1] in _PRESENT:
             out.append(_syllable(parts[0] * _VOWELS + _PRESENT[parts[1]]))
-    if len(word) == 1 and (parts := _parts(word)) and parts[2] == _NIEUN:
+    if len(word) == 1 and (parts := syllable_parts(word)) and parts[2] == NIEUN:
         # The past adnominal ㄴ on an open stem: "가 본 도시" (a city … have been to), "어제 간 식당", "쓴 책".
         out.append(_syllable(parts[0] * _VOWELS + parts[1]))
     return tuple(s for s in dict.fromkeys(out) if s != word and s not in _COMMON)
@@ -299,4 +255,4 @@ def prefix_stems(word: str) -> tuple[str, ...]:
 def verb_forms(stem: str) -> tuple[str, ...]:
     """The two-syllable tokens that are `stem` as a verb (쓰 → 쓰고, 쓰는, 쓰서, ...): what a one-syllable stem
     matches as a word of the query when a prefix would be too loose."""
-    return tuple(stem + s for s in _VERB_NEXT) if len(stem) == 1 and _parts(stem) else ()
+    return tuple(stem + s for s in _VERB_NEXT) if len(stem) == 1 and syllable_parts(stem) else ()

@@ -32,7 +32,7 @@ import anyio
 import numpy as np
 
 from gieok.core.korean import HONORIFICS, query_stem
-from gieok.core.korean_stems import adnominal_words
+from gieok.core.korean_adnominal import adnominal_words
 from gieok.core.models import Memory
 from gieok.core.text import korean_word_forms, stem_word
 from gieok.providers.embed.base import Embedder, Vector

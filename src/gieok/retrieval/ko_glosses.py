@@ -14,7 +14,7 @@ from collections.abc import Collection
 from functools import lru_cache
 
 from gieok.core.korean import query_stem
-from gieok.core.korean_stems import adnominal_words
+from gieok.core.korean_adnominal import adnominal_words
 from gieok.core.text import function_word, stem_word
 from gieok.retrieval import ko_lexicon, ko_sense_order
 from gieok.retrieval.ko_lexicon import sense_words
