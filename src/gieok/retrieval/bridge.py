@@ -172,14 +172,14 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     # A one-syllable word before a noun is read as a verb first (새로 산 신발: "bought"; gieok.core.korean_stems).
     adn = adnominal_words(query)
 
-    def senses_of(written: str, w: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
-        return ko_lexicon.senses_written(written, w, by_first_syllables=by_first_syllables, adnominal=written in adn)
+    def found_of(written: str, w: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[str, ...]] | None:
+        return ko_lexicon.lookup_written(written, w, by_first_syllables=by_first_syllables, adnominal=written in adn)
 
     # A compound the dictionary does not know whole, written without its space ("배포일정"): its words'
     # senses (gieok.retrieval.ko_compounds), embedded in the same call as the query's words.
     parts: dict[int, list[str]] = {}
     for i, (written, w) in enumerate(forms):
-        if (not senses_of(written, w)
+        if (not found_of(written, w)
                 and len(split := compound_parts(w, table, written)) > 1):
             parts[i] = split
     extra = [p for split in parts.values() for p in split]
@@ -212,8 +212,11 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
                 sources.setdefault(tuple(t), source)
 
     for i, (written, w) in enumerate(forms):
-        senses = senses_of(written, w)
-        got: list[list[str]] | None = dictionary_terms(vecs[i], senses, index, matrix)
+        entry = found_of(written, w)
+        senses = entry[1] if entry else ()
+        # Of a word with many senses only the best (ko_lexicon.MANY_SENSES): a second is more often noise.
+        got: list[list[str]] | None = dictionary_terms(
+            vecs[i], senses, index, matrix, top=1 if entry and ko_lexicon.many_senses(*entry) else TOP_PER_WORD)
         firsts = got[:1] if got else []   # each word's best sense renders it; a compound's, each of its words'
         if not got and i in parts:
             by_part = [dictionary_terms(part_vecs[p], ko_lexicon.senses(p), index, matrix) for p in parts[i]]
@@ -223,7 +226,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
             pending.append(i)
         elif got:
             take(i, got, firsts)
-        elif not senses or not senses_of(written, w, by_first_syllables=False):
+        elif not senses or not found_of(written, w, by_first_syllables=False):
             # A word the dictionary does not know (a loanword, a name), or knows only by its first syllables
             # (피크닉 by 피크, "peak"): the model's nearest words. One it knows but none of whose senses this
             # user's memory uses is about something the memory does not hold: the nearest words of a small

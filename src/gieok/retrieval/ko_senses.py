@@ -13,7 +13,7 @@ word itself (which kept "inactive" from becoming "active").
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 
 import numpy as np
 
@@ -50,11 +50,12 @@ class _StemIndex:
 STEMS = _StemIndex()
 
 
-def dictionary_terms(word_vec: np.ndarray, senses: Iterable[str], index: dict[str, int], matrix: np.ndarray,
+def dictionary_terms(word_vec: np.ndarray, senses: Collection[str], index: dict[str, int], matrix: np.ndarray,
                      *, top: int = TOP_PER_WORD) -> list[list[str]]:
     """The dictionary senses of one Korean word that the user's memory uses (every word of the sense is in its
     vocabulary, or a one-word sense's irregular form is), best first by the embedding model's cosine to the
-    Korean word: a full-text term each (a two-word sense is a phrase). Call after `en_inflections.ready()`."""
+    Korean word: a full-text term each (a two-word sense is a phrase), at most `top`. Call after
+    `en_inflections.ready()`."""
     scored: list[tuple[float, list[str]]] = []
     for sense in senses:
         words = sense_words(sense)
