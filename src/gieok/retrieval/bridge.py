@@ -214,9 +214,11 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     for i, (written, w) in enumerate(forms):
         entry = found_of(written, w)
         senses = entry[1] if entry else ()
-        # Of a word with many senses only the best (ko_lexicon.MANY_SENSES): a second is more often noise.
-        got: list[list[str]] | None = dictionary_terms(
-            vecs[i], senses, index, matrix, top=1 if entry and ko_lexicon.many_senses(*entry) else TOP_PER_WORD)
+        # Of a word with many senses only the best (ko_lexicon.MANY_SENSES): a second is more often noise. Not
+        # for an adnominal read as a verb: its vector, which ranks the senses, is its noun homograph's (연, "kite",
+        # ranked "held" above "opened" for 열다).
+        one = entry is not None and written not in adn and ko_lexicon.many_senses(*entry)
+        got: list[list[str]] | None = dictionary_terms(vecs[i], senses, index, matrix, top=1 if one else TOP_PER_WORD)
         firsts = got[:1] if got else []   # each word's best sense renders it; a compound's, each of its words'
         if not got and i in parts:
             by_part = [dictionary_terms(part_vecs[p], ko_lexicon.senses(p), index, matrix) for p in parts[i]]
