@@ -210,7 +210,7 @@ def senses_written(written: str, stem: str, *, by_first_syllables: bool = True,
 # A word whose dictionary entry lists more senses than this (가다 47, 두다 40, 만들다 21) gives only the best one the
 # memory holds: of so many, a second is more often one the memory uses for something else ("last" for 갔어, from
 # "last month"; "talk" for 뒀어) than one the question means. Measured on dev, Korean questions over English
-# memory (recall@5 / @10; two senses for every word: 0.679 / 0.783): more than 3 senses 0.690 / 0.785, 5 0.690 /
+# memory (recall@5 / @10; two senses for every word: 0.678 / 0.783): more than 3 senses 0.690 / 0.785, 5 0.690 /
 # 0.791, 7 0.687 / 0.789, 10 0.684 / 0.789, 15 0.681 / 0.786, 25 0.680 / 0.785; one sense for every word 0.670 /
 # 0.773 (where a word has few senses, its second is often meant too: 사진 "photo; picture"). The software senses
 # of the dev glossary are each meant (배포: "distribution; distribute" and "deploy; deployment; release; rollout;
