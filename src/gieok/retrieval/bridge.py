@@ -169,7 +169,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     terms, matrix = vocab
     table = await ko_lexicon.ready()     # once per process, off the event loop
     await en_inflections.ready()
-    # A one-syllable word before a noun is read as a verb first (새로 산 신발: "bought"; gieok.core.korean_stems).
+    # A one-syllable word before a noun is read as a verb first (새로 산 신발: "bought"; gieok.core.korean_adnominal).
     adn = adnominal_words(query)
 
     def found_of(written: str, w: str, *, by_first_syllables: bool = True) -> tuple[str, tuple[str, ...]] | None:

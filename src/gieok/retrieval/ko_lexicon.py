@@ -35,8 +35,7 @@ from gieok.core.text import STOPWORDS, stem_word
 from gieok.retrieval.dev_glossary import GLOSSARY
 
 __all__ = ["english_ready", "english_word", "key_headwords", "keys_of", "lemmas", "loaded", "lookup", "lookup_written",
-           "many_senses",
-           "ready", "sense_words", "senses", "senses_table", "senses_written", "split_senses"]
+           "many_senses", "ready", "sense_words", "senses", "senses_table", "senses_written", "split_senses"]
 
 log = logging.getLogger(__name__)
 
@@ -216,8 +215,6 @@ def senses_written(written: str, stem: str, *, by_first_syllables: bool = True,
 # of the dev glossary are each meant (배포: "distribution; distribute" and "deploy; deployment; release; rollout;
 # ship"), so a word they were added to is not counted as one of many.
 MANY_SENSES = 5
-
-
 
 
 def many_senses(key: str, senses: tuple[str, ...]) -> bool:

@@ -13,7 +13,7 @@ word itself (which kept "inactive" from becoming "active").
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class _StemIndex:
 STEMS = _StemIndex()
 
 
-def dictionary_terms(word_vec: np.ndarray, senses: Collection[str], index: dict[str, int], matrix: np.ndarray,
+def dictionary_terms(word_vec: np.ndarray, senses: Iterable[str], index: dict[str, int], matrix: np.ndarray,
                      *, top: int = TOP_PER_WORD) -> list[list[str]]:
     """The dictionary senses of one Korean word that the user's memory uses (every word of the sense is in its
     vocabulary, or a one-word sense's irregular form is), best first by the embedding model's cosine to the
