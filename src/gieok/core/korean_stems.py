@@ -149,8 +149,6 @@ _VERB_ENDINGS = tuple(sorted("던 기 다 다고 까 게 지만 는데 면서 �
                              key=len, reverse=True))
 
 
-
-
 @lru_cache(maxsize=8192)
 def dictionary_lemmas(word: str) -> tuple[tuple[str, Reading], ...]:
     """`lemmas`, then the forms a dictionary may list the word under that the full-text terms do not use: a short
@@ -216,7 +214,7 @@ def _all_readings(word: str, before_ending: bool = False) -> tuple[tuple[str, Re
             # 게 and 까 an ㄹ is the future's (갈게 "I'll go" → 가다, 줄게 → 주다), which a ㄹ stem's own would
             # look the same as (갈다 "grind", 줄다 "shrink"): the commoner reading first.
             rest = word[: -len(ending)]
-            if ending in ("게", "까") and (fin := syllable_parts(rest[-1])) and fin[2] == RIEUL:
+            if ending in ("게", "까") and ends_in_rieul(rest):
                 out.append((without_final(rest), "verb"))
             out.extend((f, "verb" if how == "any" else how) for f, how in _all_readings(rest, True))
             break

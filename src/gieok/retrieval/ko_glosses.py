@@ -61,7 +61,7 @@ def glossing_words(text: str, tokens: Collection[str], limit: int) -> tuple[dict
 @lru_cache(maxsize=16384)
 def word_gloss(word: str, *, adnominal: bool = False) -> tuple[str, ...]:
     """The English words of one Korean word's gloss; none for a function word or a word the dictionary lacks.
-    `adnominal`: a one-syllable word before a noun, read as a verb first (gieok.core.korean_stems)."""
+    `adnominal`: a one-syllable word before a noun, read as a verb first (gieok.core.korean_adnominal)."""
     # Per word, remembered: a long message repeats its words, and the librarian runs on the event loop (a
     # 64 KB message of one repeated word took 0.75 s uncached).
     if function_word(word):

@@ -154,7 +154,7 @@ def lookup(word: str, *, by_first_syllables: bool = True,
     """The dictionary key a Korean query word (stem) is found under, from the first of its lemmas the
     dictionary knows, with its English senses. `by_first_syllables=False`: only a lemma that is itself a
     headword (a loanword is often not one, and its first syllables are another word: 피크닉 → 피크, "peak").
-    `adnominal`: a one-syllable word standing before a noun (gieok.core.korean_stems.adnominal_words), read as a
+    `adnominal`: a one-syllable word standing before a noun (gieok.core.korean_adnominal), read as a
     verb first (새로 산 신발: 사다 "buy", not 산 "mountain")."""
     table = senses_table()
     forms = dictionary_lemmas(word)

@@ -62,11 +62,7 @@ def dictionary_terms(word_vec: np.ndarray, senses: Iterable[str], index: dict[st
         if not words:
             continue
         if not _held(words, index):
-            # The memory may hold the sense only in a form the stemmer keeps apart: "bought" for "buy", "went"
-            # for "go" (gieok.retrieval.en_inflections).
-            if len(words) == 1:
-                scored.extend((float(matrix[index[t]] @ word_vec), [t])
-                              for t in en_inflections.other_forms(words[0]) if t in index)
+            scored.extend((float(matrix[index[t]] @ word_vec), [t]) for t in _held_as_other(words, index))
             continue
         toks = [stem_word(w) for w in words]
         scored.append((float(np.mean([matrix[index[t]] @ word_vec for t in toks])), toks))
@@ -100,11 +96,11 @@ async def to_reword(forms: list[tuple[str, str]], index: dict[str, int],
                     adnominal: Collection[str] = ()) -> dict[int, list[str]]:
     """For each query word (as written, stem) that the dictionary knows whole but none of whose senses `index` (a
     vocabulary's full-text tokens) holds: its senses to reword, usual first. `adnominal`: the words read as a
-    verb first (gieok.core.korean_stems.adnominal_words)."""
+    verb first (gieok.core.korean_adnominal)."""
     known: dict[int, tuple[str, tuple[str, ...]]] = {}
     for i, (written, w) in enumerate(forms):
         found = ko_lexicon.lookup_written(written, w, by_first_syllables=False, adnominal=written in adnominal)
-        if found is not None and not any(_held(ws, index) or (len(ws) == 1 and _held_as_other(ws[0], index))
+        if found is not None and not any(_held(ws, index) or _held_as_other(ws, index)
                                          for s in found[1] if (ws := sense_words(s))):
             known[i] = found
     if known:
@@ -119,9 +115,10 @@ async def to_reword(forms: list[tuple[str, str]], index: dict[str, int],
     return out
 
 
-def _held_as_other(word: str, index: dict[str, int]) -> bool:
-    """One of `word`'s irregular forms is in the vocabulary (bought for buy)."""
-    return any(t in index for t in en_inflections.other_forms(word))
+def _held_as_other(words: list[str], index: dict[str, int]) -> list[str]:
+    """The vocabulary tokens of a one-word sense's other forms, where the memory holds the sense only in a form
+    the stemmer keeps apart ("bought" for "buy", "went" for "go": gieok.retrieval.en_inflections)."""
+    return [t for t in en_inflections.other_forms(words[0]) if t in index] if len(words) == 1 else []
 
 
 def _held(words: list[str], index: dict[str, int]) -> bool:
