@@ -41,10 +41,17 @@ def test_a_word_without_a_translation_is_matched_by_sound() -> None:
     pool = ["네트워킹 행사에 가기로 했어", "타투는 몇 년 전에 했어", "민수가 보낸 메일을 읽었다"]
     assert en_ko.korean_terms("networking events", pool) == [["네트", "트워", "워킹"], ["행사"]]
     assert en_ko.korean_terms("When did she get the tattoo?", pool) == [["타투"]]
-    assert en_ko.korean_terms("What did Minsu send?", pool) == [["민수"]]
+    # (send is 보내다's: its form in the row, 보낸, is the verb's term, gieok.retrieval.en_ko_verbs.)
+    assert en_ko.korean_terms("What did Minsu send?", pool) == [["민수"], ["보낸"]]
     # Not a word the dictionary translates (the pool's rows write none of job's translations here), and not a
     # short word, which meets too many Korean words by sound (Jon: 존 and 좋은 alike).
     assert en_ko.korean_terms("Jon job", ["존은 좋은 사람이야", "잡채를 먹었다"]) == []
+
+
+def test_a_soft_g_is_heard_as_korean_writes_it() -> None:
+    # Gina is 지나 in Hangul; heard with a hard g, "gina" passed for 길은 ("the road" with its particle) instead.
+    pool = ["고마워 지나! 우리 가는 길은 다르지만 같이 힘내자"]
+    assert en_ko.translations("How is Gina doing?", pool) == [(["지나"], "gina")]
 
 
 def test_a_word_heard_must_have_the_english_words_consonants() -> None:

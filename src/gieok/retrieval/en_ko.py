@@ -32,8 +32,9 @@ from anyascii import anyascii
 from gieok.core.korean import query_stem
 from gieok.core.once import Once
 from gieok.core.text import doc_words, query_terms, stem_word
-from gieok.retrieval import ko_lexicon, ko_synonyms
-from gieok.retrieval.loanwords import sounds_alike
+from gieok.retrieval import en_inflections, ko_lexicon, ko_sense_order, ko_synonyms
+from gieok.retrieval.en_ko_verbs import verb_forms
+from gieok.retrieval.loanwords import soft_g, sounds_alike
 
 __all__ = ["by_stem", "english_words", "korean_terms", "ready", "translations"]
 
@@ -66,6 +67,8 @@ def by_stem() -> dict[str, tuple[str, ...]]:
 async def ready() -> None:
     """Build the index off the event loop, the first time a search needs it."""
     await _BY_STEM.ready()
+    await ko_sense_order.ready()    # a verb of many senses counts for its usual one (en_ko_verbs)
+    await en_inflections.ready()    # and a sense in its irregular forms
 
 
 # A word the dictionary cannot translate is matched by sound (anyascii's romanisation of the pool's Hangul words
@@ -109,17 +112,21 @@ def _pool_sounds(pool: Sequence[str]) -> list[tuple[str, str]]:
 
 def _sounds_like(w: str, sounds: Sequence[tuple[str, str]]) -> str | None:
     """The pool's Hangul word (its stem) that sounds most like the English word `w`, if any is close enough:
-    네트워킹 for networking, 타투 for tattoo, 민수 for Minsu. `sounds`: `_pool_sounds` of the pool."""
-    target = _heard_en(w)
+    네트워킹 for networking, 타투 for tattoo, 민수 for Minsu. `sounds`: `_pool_sounds` of the pool. A g before e,
+    i or y is heard both ways: hard in 깃허브 (GitHub), soft in 지나 (Gina), which the hard g missed while "gina"
+    passed for 길은 ("the road", with its particle)."""
+    spoken = dict.fromkeys((w.lower(), soft_g(w.lower())))
     best, best_r = None, _SOUND_RATIO
-    for stem, k in sounds:
-        if not k or k[0] != target[0] or abs(len(k) - len(target)) > 3:
-            continue    # the first sound and the length rule out most words before difflib is asked
-        sm = difflib.SequenceMatcher(None, target, k)
-        # Its consonants too, by the classes Korean spelling keeps apart (gieok.retrieval.loanwords): wifi and
-        # 위키 (wiki) are alike letter by letter, but f is no k.
-        if sm.quick_ratio() >= best_r and (r := sm.ratio()) >= best_r and sounds_alike(stem, w):
-            best, best_r = stem, r
+    for said in spoken:
+        target = _heard_en(said)
+        for stem, k in sounds:
+            if not k or k[0] != target[0] or abs(len(k) - len(target)) > 3:
+                continue    # the first sound and the length rule out most words before difflib is asked
+            sm = difflib.SequenceMatcher(None, target, k)
+            # Its consonants too, by the classes Korean spelling keeps apart (gieok.retrieval.loanwords): wifi and
+            # 위키 (wiki) are alike letter by letter, but f is no k.
+            if sm.quick_ratio() >= best_r and (r := sm.ratio()) >= best_r and sounds_alike(stem, said):
+                best, best_r = stem, r
     return best
 
 
@@ -150,6 +157,7 @@ def translations(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
     known = [list(t) for t in have]
     out: list[tuple[list[str], str]] = []
     sounds: list[tuple[str, str]] | None = None     # the pool's words by sound, read once if needed
+    verbs = verb_forms(words, pool)
     for w in words:
         cands = index.get(stem_word(w), ())
         first: dict[str, int] = {}
@@ -157,7 +165,7 @@ def translations(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
             for c in cands:
                 if c not in first and c in text:
                     first[c] = rank
-        if not first and len(w) >= _SOUND_MIN:
+        if not first and w not in verbs and len(w) >= _SOUND_MIN:
             # No translation the memory uses: the word may be written in Hangul as it sounds (네트워킹, 타투).
             if sounds is None:
                 sounds = _pool_sounds(pool)
@@ -167,7 +175,7 @@ def translations(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
             heard = _sounds_like(w, [s for s in sounds if s[0] not in senses] if cands else sounds)
             if heard:
                 first[heard] = 0
-        for c in sorted(first, key=first.__getitem__)[:top]:
+        for c in [*sorted(first, key=first.__getitem__)[:top], *verbs.get(w, [])[:top]]:
             for t in query_terms(c):
                 if t not in known and all(t != o for o, _w in out):
                     out.append((t, w))

@@ -102,10 +102,15 @@ MIN_NAME_SPELLED = 0.85
 _SOFT_G = re.compile(r"g(?=[eiy])")
 
 
+def soft_g(latin: str) -> str:
+    """`latin` (lower-case) with a g before e, i or y said j, as Korean writes a name (Gina / 지나, George / 조지)."""
+    return _SOFT_G.sub("j", latin)
+
+
 def names_alike(korean: str, latin: str) -> bool:
     """Whether `korean` (Hangul) and `latin` spell the same name: Korean in Latin letters, or an English name as
     Korean writes it (a g before e, i or y is said j: Gina / 지나)."""
-    return _spelled_likeness(korean, _SOFT_G.sub("j", latin.lower())) >= MIN_NAME_SPELLED
+    return _spelled_likeness(korean, soft_g(latin.lower())) >= MIN_NAME_SPELLED
 
 
 def sounds_alike(korean: str, english: str) -> bool:
