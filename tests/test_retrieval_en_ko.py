@@ -48,6 +48,12 @@ def test_a_word_without_a_translation_is_matched_by_sound() -> None:
     assert en_ko.korean_terms("Jon job", ["존은 좋은 사람이야", "잡채를 먹었다"]) == []
 
 
+def test_a_headword_is_searched_whole() -> None:
+    # 메시지 ends in what looks like an ending (지), and the query word's stemming cut it to 메시 ("Messi"): the
+    # term met every 메시 and the result said "lessons → 메시". A noun is written as its headword is.
+    assert en_ko.translations("message from the team", ["커밋 메시지는 영어로"]) == [(["메시", "시지"], "message")]
+
+
 def test_a_word_of_many_senses_translates_only_its_usual_one() -> None:
     # 자리 (20 senses, "opening" among them) is in 일자리, and 행사 (seven, "use" among them) is any event: they
     # met every question that said "opening" or "use". Each still stands for its usual sense.

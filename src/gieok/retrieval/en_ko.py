@@ -32,7 +32,7 @@ from anyascii import anyascii
 
 from gieok.core.korean import query_stem
 from gieok.core.once import Once
-from gieok.core.text import doc_words, query_terms, stem_word
+from gieok.core.text import doc_words, index_tokens, query_terms, stem_word
 from gieok.retrieval import en_inflections, ko_lexicon, ko_sense_order, ko_synonyms
 from gieok.retrieval.en_ko_verbs import verb_forms
 from gieok.retrieval.loanwords import soft_g, sounds_alike
@@ -189,8 +189,10 @@ def translations(query: str, pool: Sequence[str], *, have: Iterable[list[str]] =
             heard = _sounds_like(w, [s for s in sounds if s[0] not in senses] if cands else sounds)
             if heard:
                 first[heard] = 0
+        # A headword is searched whole, as the memory writes it: its last syllable may look like an ending
+        # (메시지 is no 메시 + 지), which a query word's stem would cut. A word heard or a verb's form is a stem.
         for c in [*sorted(first, key=first.__getitem__)[:top], *verbs.get(w, [])[:top]]:
-            for t in query_terms(c):
+            for t in [index_tokens(c)] if c in cands else query_terms(c):
                 if t not in known and all(t != o for o, _w in out):
                     out.append((t, w))
     return out
