@@ -47,7 +47,6 @@ TOP_PER_WORD = 2
 POOL = 50
 
 
-
 def _stands_for(word: str, sense: str, table: dict[str, str]) -> bool:
     """Whether headword `word` translates an English query word of sense `sense`: any of its senses, but only its
     usual one when it has many (ko_lexicon.many_senses). 자리 has 20 senses, "opening" among them, and 행사 seven,
