@@ -58,3 +58,20 @@ async def test_an_english_question_meets_the_korean_verb(tmp_path: Path) -> None
     async with e5_service(tmp_path, NOTES) as svc:
         assert await found_and_named(svc, [("when is the studio opening?", NOTES[0], "opening → 여는"),
                                            ("Who lost a job?", NOTES[1], "lost → 잃어")], datetime.now(UTC)) == 2
+
+
+def _words(n: int) -> list[str]:
+    """`n` distinct two-syllable Hangul words (가각, 각갂, …)."""
+    return [chr(0xAC00 + i) + chr(0xAC01 + i) for i in range(n)]
+
+
+def test_a_long_row_is_read_only_so_far() -> None:
+    # A captured agent turn can be 64 KB of Korean: a word read the first time costs ~90 µs on the query path, so
+    # the best rows are read for their first MAX_WORDS distinct words only (one such row had cost 1.1 s).
+    filler = " ".join(_words(en_ko_verbs.MAX_WORDS))
+    assert en_ko_verbs.verb_forms(["opening"], [f"{filler} 스튜디오 여는 날"]) == {}
+    assert en_ko_verbs.verb_forms(["opening"], [f"스튜디오 여는 날 {filler}"]) == {"opening": ["여는"]}
+    # And a word the dictionary cannot translate is heard in the pool's first MAX_SOUNDS stems only.
+    many = " ".join(_words(en_ko.MAX_SOUNDS))
+    assert en_ko.korean_terms("networking events", [f"{many} 네트워킹"]) == []
+    assert en_ko.korean_terms("networking events", [f"네트워킹 {many}"]) == [["네트", "트워", "워킹"]]

@@ -25,12 +25,15 @@ from gieok.retrieval import ko_lexicon
 from gieok.retrieval.en_inflections import other_forms
 from gieok.retrieval.ko_sense_order import usual_sense
 
-__all__ = ["ROWS", "verb_forms"]
+__all__ = ["MAX_WORDS", "ROWS", "verb_forms"]
 
 # The best rows read for their verbs: a word not read before costs ~35 µs, and the best rows hold the verb meant.
 # Measured on dev (ko 30's English questions, recall@5 / @10): 5 rows 0.691 / 0.798, 10 0.701 / 0.801, 15 0.691 /
 # 0.801, 20 0.682 / 0.801, 50 0.682 / 0.782 (further rows are about other things, and lend their verbs).
 ROWS = 10
+# And at most this many distinct words of them: a captured agent turn can be 64 KB of Korean, and a word read the
+# first time costs ~90 µs on the query path (one such row cost 1.1 s). Ten chat messages hold ~250.
+MAX_WORDS = 300
 _HANGUL_WORD = re.compile("[\uac00-\ud7af]+")
 _ONE_WORD = re.compile("[a-z]+")
 # More senses than this, and a verb counts only for its usual one. Not ko_lexicon.MANY_SENSES (5): the best rows
@@ -65,8 +68,13 @@ def verb_forms(words: Sequence[str], pool: Sequence[str]) -> dict[str, list[str]
     as the rows write them, in the rows' order."""
     wanted = {stem_word(w): w for w in words}
     out: dict[str, list[str]] = {}
+    read: set[str] = set()
     for text in pool[:ROWS]:
         for h in _HANGUL_WORD.findall(text):
+            if h not in read:
+                if len(read) >= MAX_WORDS:
+                    return out
+                read.add(h)
             form, stems = _verb_senses(h)
             for s in stems & wanted.keys():
                 got = out.setdefault(wanted[s], [])
