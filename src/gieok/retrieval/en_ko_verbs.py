@@ -23,6 +23,7 @@ from gieok.core.korean import query_stem
 from gieok.core.text import function_word, stem_word
 from gieok.retrieval import ko_lexicon
 from gieok.retrieval.en_inflections import other_forms
+from gieok.retrieval.ko_glosses import HANGUL_RUN
 from gieok.retrieval.ko_sense_order import usual_sense
 
 __all__ = ["MAX_WORDS", "ROWS", "verb_forms"]
@@ -34,7 +35,6 @@ ROWS = 10
 # And at most this many distinct words of them: a captured agent turn can be 64 KB of Korean, and a word read the
 # first time costs ~90 µs on the query path (one such row cost 1.1 s). Ten chat messages hold ~250.
 MAX_WORDS = 300
-_HANGUL_WORD = re.compile("[\uac00-\ud7af]+")
 _ONE_WORD = re.compile("[a-z]+")
 # More senses than this, and a verb counts only for its usual one. Not ko_lexicon.MANY_SENSES (5): the best rows
 # have already chosen the verb, and 열다's seven senses ("clear; hold; make; open; …") hold the one meant.
@@ -70,7 +70,7 @@ def verb_forms(words: Sequence[str], pool: Sequence[str]) -> dict[str, list[str]
     out: dict[str, list[str]] = {}
     read: set[str] = set()
     for text in pool[:ROWS]:
-        for h in _HANGUL_WORD.findall(text):
+        for h in HANGUL_RUN.findall(text):
             if h not in read:
                 if len(read) >= MAX_WORDS:
                     return out

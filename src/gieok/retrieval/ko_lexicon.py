@@ -199,10 +199,9 @@ def lookup_written(written: str, stem: str, *, by_first_syllables: bool = True,
             or lookup(stem, by_first_syllables=by_first_syllables))
 
 
-def senses_written(written: str, stem: str, *, by_first_syllables: bool = True,
-                   adnominal: bool = False) -> tuple[str, ...]:
+def senses_written(written: str, stem: str, *, by_first_syllables: bool = True) -> tuple[str, ...]:
     """`lookup_written`'s senses; none when it finds no key."""
-    got = lookup_written(written, stem, by_first_syllables=by_first_syllables, adnominal=adnominal)
+    got = lookup_written(written, stem, by_first_syllables=by_first_syllables)
     return got[1] if got else ()
 
 
