@@ -14,6 +14,7 @@ import numpy as np
 
 from gieok.core.models import Hit, Memory
 from gieok.retrieval.asking import question_share
+from gieok.retrieval.order_words import Order, order_positions
 from gieok.retrieval.recipes import Recipe
 from gieok.retrieval.scripts import LATIN, text_script, written_in_english
 from gieok.retrieval.title_match import names_title
@@ -124,15 +125,17 @@ class _Parts:
     title: float
     date: float
     when: float
+    order: float
     rec: float
     imp: float
     use: float
     gate: float
+    asked_order: Order | None
 
     def as_dict(self, c: Candidate, duplication: float) -> dict[str, float]:
         return {"relevance": self.rel, "cosine": self.cos, "neighbour_cosine": self.nb, "bm25": self.bm,
                 "feedback": c.feedback, "tag_jaccard": self.jac, "title": self.title, "date": self.date,
-                "when": self.when, "recency": self.rec, "importance": self.imp, "usage": self.use,
+                "when": self.when, "order": self.order, "recency": self.rec, "importance": self.imp, "usage": self.use,
                 "prior_gate": self.gate, "duplication": duplication}
 
     def reasons(self, c: Candidate, recipe: Recipe) -> list[str]:
@@ -157,6 +160,9 @@ class _Parts:
                            else "created on the date the query names")
         if self.when and recipe.r_when > 0:
             reasons.append("says when (the query asks when)")
+        if self.order and recipe.r_order > 0:
+            reasons.append("the latest of the rows about it" if self.asked_order == "last"
+                           else "the earliest of the rows about it")
         if c.memory.is_pinned:
             reasons.append("pinned")
         if self.rec > 0.8:
@@ -179,9 +185,9 @@ _Rel = tuple[float, float, float, float, float, float, float]     # relevance, c
 
 
 def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now: datetime, recipe: Recipe,
-         limit: int) -> list[Hit]:
+         limit: int, order: Order | None = None) -> list[Hit]:
     """Score, then pick greedily with the duplication penalty (MMR): each pick is penalised by its highest
-    cosine to what is already picked."""
+    cosine to what is already picked. `order`: the query asks for the first or the last time (order_words)."""
     if not cands:
         return []
     usages = [usage_level(c.memory) for c in cands]
@@ -234,11 +240,11 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         rels.append((rel, cos, bm, jac, title, date, nb))
         ordering_only.append(orders)
     priors = [(recency(c.memory, now, recipe), importance(c.memory), u) for c, u in zip(cands, usages, strict=True)]
-    s_order, parts = _scores(cands, priors, rels, recipe)
+    s_order, parts = _scores(cands, priors, rels, recipe, order)
     # The same scores without the stand-ins decide which rows are shown (every row's: another row's stand-in
     # raises the best relevance that each row's priors are scaled by).
     s_own = _scores(cands, priors, [(r[0] - a, *r[1:]) for r, a in zip(rels, ordering_only, strict=True)],
-                    recipe)[0] if any(ordering_only) else s_order
+                    recipe, order)[0] if any(ordering_only) else s_order
     scored = sorted(zip(s_order, cands, parts, s_own, strict=True), key=lambda t: -t[0])
 
     # Greedy MMR with the running max cosine to the picks kept per candidate: one matrix-vector product per
@@ -309,26 +315,31 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
 
 
 def _scores(cands: list[Candidate], priors: list[tuple[float, float, float]], rels: list[_Rel],
-            recipe: Recipe) -> tuple[list[float], list[_Parts]]:
+            recipe: Recipe, order: Order | None) -> tuple[list[float], list[_Parts]]:
     """Each candidate's score and parts from its relevance parts (`rels`) and its recency, importance and usage
-    (`priors`): the "when" bonus and the priors are scaled by the best relevance in the pool."""
+    (`priors`): the "when" and order bonuses and the priors are scaled by the best relevance in the pool."""
     # Saying when tells apart rows about the question's event; it must not make a row about something else
     # relevant (a pinned "매주 월요일에 가격을 저장한다" shown for "when do we deploy?"): the bonus is in proportion
     # to the row's relevance without it, next to the best row's.
     best_base = max(r[0] for r in rels)
     whens = [r[0] / best_base if c.states_time and best_base > 0 else 0.0 for c, r in zip(cands, rels, strict=True)]
-    best_rel = max(r[0] + recipe.r_when * w for r, w in zip(rels, whens, strict=True))
+    # The same for the first or last of the rows about the question's subject (order_words).
+    orders = (order_positions([c.memory.created_at for c in cands], [r[0] for r in rels], order, recipe.order_group)
+              if order is not None and recipe.r_order > 0 else [0.0] * len(cands))
+    best_rel = max(r[0] + recipe.r_when * w + recipe.r_order * o
+                   for r, w, o in zip(rels, whens, orders, strict=True))
     scores: list[float] = []
     parts: list[_Parts] = []
-    for (rec, imp, u), (base, cos, bm, jac, title, date, nb), when in zip(priors, rels, whens, strict=True):
-        rel = base + recipe.r_when * when
+    for (rec, imp, u), (base, cos, bm, jac, title, date, nb), when, o in zip(priors, rels, whens, orders,
+                                                                              strict=True):
+        rel = base + recipe.r_when * when + recipe.r_order * o
         # Recency, importance and usage count in proportion to how relevant a row is next to the best one:
         # added flat (§6 as written), a pinned or often-shown memory outranked the one the query was about
         # (a pinned coffee preference above "we deploy billing on Tuesdays" for "when do we deploy billing?").
         gate = rel / best_rel if best_rel > 0 else 1.0
         scores.append(recipe.w_relevance * rel + gate * (recipe.w_recency * rec + recipe.w_importance * imp
                                                          + recipe.w_usage * u))
-        parts.append(_Parts(rel, cos, nb, bm, jac, title, date, when, rec, imp, u, gate))
+        parts.append(_Parts(rel, cos, nb, bm, jac, title, date, when, o, rec, imp, u, gate, order))
     return scores, parts
 
 

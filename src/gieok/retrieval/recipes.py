@@ -68,6 +68,11 @@ class Recipe:
     # found). Flat from 0.02 to 0.10; 0.20 trades temporal @10 (0.967 → 0.956) for multi-hop. Aimed at held-out
     # temporal questions (0.74 against 0.94 on dev).
     r_when: float = 0.05
+    # Bonus for the newest (or oldest) of the rows about the question's subject when it asks for the last or the
+    # first time ("when did we last deploy …", "latest", "처음", "마지막"; gieok.retrieval.order_words): the rows
+    # whose relevance is at least `order_group` of the best, in proportion to theirs, as for `r_when`.
+    r_order: float = 0.2
+    order_group: float = 0.8
     # A Korean query's feedback terms (gieok.retrieval.feedback): the words its best `feedback_rows` candidates
     # share, their BM25 added to a row's at this weight; their full-text search brings at most
     # `feedback_candidates` rows (100 cost the Korean search at 100,000 memories half again its time, 30 a

@@ -24,6 +24,7 @@ from gieok.retrieval.ko_synonyms import merge_synonyms
 from gieok.retrieval.language_direction import LanguageDirections, model_language_directions
 from gieok.retrieval.model_cosines import model_cos_floor, model_verdict_margin
 from gieok.retrieval.neighbours import neighbour_cosines
+from gieok.retrieval.order_words import asks_order
 from gieok.retrieval.query_dates import Window, date_match, query_windows, stated_date_match
 from gieok.retrieval.ranking import Candidate, own_relevance, rank
 from gieok.retrieval.recipes import Recipe
@@ -141,7 +142,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     if qvec is not None and embedder is not None and use_recipe.r_cos > 0 and pair_thresholds:
         set_cosine_only_floors(cands.values(), query, pair_thresholds, no_match, model_probes(embedder.name))
     hits = rank(list(cands.values()), query_tokens=tokens, query_text=query, now=now, recipe=use_recipe,
-                limit=limit)
+                limit=limit, order=asks_order(query))
     # An error in the query: past turns with the same error fingerprint go first, with what fixed it.
     hits = await with_same_error(store, f, query, hits, limit=limit)
     if needs_glosses(hits, query):

@@ -12,11 +12,12 @@ from gieok.ui.views.timeline import facets
 
 # The score parts as the ranking names them, in the order a person reads them.
 # The score is relevance plus recency, importance and usage (scaled by relevance), less duplication; relevance is
-# made of meaning (cosine), words (BM25, unbounded), tags, title, a named date and, for a "when" question, a time.
+# made of meaning (cosine), words (BM25, unbounded), tags, title, a named date, for a "when" question a time, and
+# for a "first" or "last" question being the first or last of the rows about it.
 SCORE_PARTS = {"relevance": "relevance", "recency": "recency", "importance": "importance", "usage": "usage",
                "duplication": "duplicate"}
 RELEVANCE_PARTS = {"cosine": "meaning", "bm25": "words", "tag_jaccard": "tags", "title": "title", "date": "date",
-                   "when": "says when"}
+                   "when": "says when", "order": "first or last"}
 
 
 async def search(view: View) -> Response:
