@@ -78,7 +78,7 @@ async def plain_service(tmp_path: Path) -> AsyncIterator[MemoryService]:
 @asynccontextmanager
 async def e5_service(tmp_path: Path, texts: Iterable[str], *, pinned: Iterable[int] = (),
                      session_id: str = "", created: Iterable[datetime] = ()) -> AsyncIterator[MemoryService]:
-    """A SQLite service on the local model holding `texts` of alice (the i-th on 2025-05-0{i+1} unless
+    """A SQLite service on the local model holding `texts` of alice (the i-th on 2025-05-{i+1} unless
     `created` says when, those at `pinned` pinned; all in one chat session when `session_id` is given),
     processed once by the librarian."""
     from gieok.memory.ingest import MessageIn
@@ -88,7 +88,7 @@ async def e5_service(tmp_path: Path, texts: Iterable[str], *, pinned: Iterable[i
     when = list(created)
     async with open_service(s) as service:
         for i, t in enumerate(texts):
-            at = when[i].isoformat() if i < len(when) else f"2025-05-0{i + 1}T10:00:00Z"
+            at = when[i].isoformat() if i < len(when) else f"2025-05-{i + 1:02d}T10:00:00Z"
             mid, _ = await service.ingest(MessageIn(content=t, user_id="alice", session_id=session_id,
                                                     created_at=at))
             if i in pins:

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from gieok.memory.ingest import MessageIn
-from gieok.retrieval.loanwords import english_skeleton, korean_skeleton, romanized, sounds_alike, spelled_alike
+from gieok.retrieval.loanwords import (
+    english_skeleton,
+    exact_sound,
+    korean_skeleton,
+    romanized,
+    sounds_alike,
+    spelled_alike,
+)
 from tests.conftest import e5_service
 
 LOANWORDS = [("레디스", "redis"), ("도커", "docker"), ("쿠버네티스", "kubernetes"), ("깃허브", "github"),
@@ -30,6 +37,55 @@ def test_a_loanword_sounds_like_its_original(korean: str, english: str) -> None:
 @pytest.mark.parametrize("korean, english", NEIGHBOURS)
 def test_a_chance_neighbour_does_not(korean: str, english: str) -> None:
     assert not sounds_alike(korean, english), (korean_skeleton(korean), english_skeleton(english))
+
+
+@pytest.mark.parametrize("korean, english", [("파이썬", "python"), ("스레드", "thread"), ("메서드", "method"),
+                                             ("깃허브", "github"), ("테마", "theme")])
+def test_th_is_heard_as_korean_writes_it(korean: str, english: str) -> None:
+    # Voiceless th is written ㅅ / ㅆ (파이썬), elsewhere ㄷ / ㅌ (테마), and git-hub's t and h stay apart.
+    assert sounds_alike(korean, english)
+
+
+@pytest.mark.parametrize("korean, english, want", [
+    ("사파리", "safari", True), ("젠킨스", "jenkins", True), ("피그마", "figma", True), ("파이썬", "python", True),
+    ("쿠버네티스", "kubernetes", True),
+    ("도커", "docker", False),        # two classes (TK) also fit dog, take and tick: not surer than sounds_alike
+    ("도커", "dog", False), ("사료", "cache", False), ("고양이", "kafka", False), ("오프닝", "promotion", False),
+])
+def test_an_exact_sound_needs_three_classes(korean: str, english: str, want: bool) -> None:
+    assert exact_sound(korean, english) is want
+
+
+async def test_a_loanword_is_found_by_its_sound_in_a_small_vocabulary(tmp_path: Path) -> None:
+    # In a vocabulary of a few dozen words the model's margins are small: 사파리 stood 0.035 above its mean cosine
+    # (under the loanword margin, and the hub check dropped it), and 파이썬 → python was not heard as alike (th),
+    # so "파이썬 버전 뭐로 고정했어?" found nothing at all.
+    now = datetime(2026, 12, 7, tzinfo=UTC)
+    texts = ["The login page breaks in Safari because of CSS grid.", "Docker image build fails on arm64 runners.",
+             "We pinned Python to 3.11 in the CI image.", "React state resets when the modal closes.",
+             "Kubernetes liveness probe kills the pod during migrations.",
+             "GitHub Actions cache is evicted after 7 days.", "Nginx returns 502 when the upstream restarts.",
+             "The Slack webhook for alerts was rotated.", "Figma designs for the dashboard are in the shared folder.",
+             "Jenkins is gone; everything runs on GitHub Actions now."]
+    async with e5_service(tmp_path, texts) as svc:
+        for query, answer, named in (("사파리 로그인 문제", texts[0], "사파리 → safari"),
+                                     ("파이썬 버전 뭐로 고정했어?", texts[2], "파이썬 → python")):
+            out = await svc.search(svc.filters("alice"), query, now=now, count_view=False)
+            assert out.hits and out.hits[0].memory.content == answer, (query, out.mode, out.notes)
+            assert any(named in r for r in out.hits[0].recall_reason), out.hits[0].recall_reason
+
+
+def test_a_word_heard_exactly_is_an_english_word_near_it_not_korean_in_latin_letters() -> None:
+    import numpy as np
+
+    from gieok.retrieval.bridge import _sounding
+
+    terms = ["naengmyeon", "naming", "menu", "lunch", "price"]
+    row = np.array([0.86, 0.85, 0.70, 0.70, 0.70])
+    # 네이밍 sounds exactly like naengmyeon (냉면 in Latin letters) too, and the model put it nearer.
+    assert _sounding("네이밍", row, terms) == ("naming", pytest.approx(0.85 - row.mean()))
+    # Under the cosine bar nothing is heard, however alike it sounds.
+    assert _sounding("네이밍", np.array([0.70, 0.79, 0.70, 0.70, 0.70]), terms) is None
 
 
 def test_korean_spelling_is_folded_in() -> None:

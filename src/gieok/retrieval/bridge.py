@@ -39,10 +39,11 @@ from gieok.providers.embed.base import Embedder, Vector
 from gieok.retrieval import en_inflections, ko_lexicon
 from gieok.retrieval.hubs import Probes, model_probes
 from gieok.retrieval.ko_compounds import compound_parts
+from gieok.retrieval.ko_inverted import inverted
 from gieok.retrieval.ko_senses import STEMS, dictionary_terms, reworded, to_reword
-from gieok.retrieval.loanwords import romanized, sounds_alike, spelled_alike
+from gieok.retrieval.loanwords import exact_sound, romanized, sounds_alike, spelled_alike
 from gieok.retrieval.scripts import HANGUL, text_script, written_in_english
-from gieok.retrieval.vocab_nearest import MIN_COSINE, TOP_PER_WORD, nearest_scored
+from gieok.retrieval.vocab_nearest import MIN_COSINE, STAND_OUT, TOP_PER_WORD, nearest_scored
 from gieok.store.base import TermVectors
 
 # Korean words looked up per query: questions rarely have more content words; the cap bounds the cost.
@@ -239,10 +240,11 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
     # vocabulary of 16,000 words reads 25 MB (~5 ms), which the searches running beside it should not wait for.
     ask = [i for i, got in enumerate(by_word) if got is None]
     near: dict[int, list[tuple[str, float]]] = {}
+    loans: dict[int, str] = {}
     if ask or pending:
-        found, again = await anyio.to_thread.run_sync(functools.partial(
+        found, again, sounding = await anyio.to_thread.run_sync(functools.partial(
             _scan, vecs, ask, [(i, rewording[i]) for i in pending], part_vecs, terms, matrix, index,
-            model_probes(emb.name)))
+            model_probes(emb.name), [forms[i][1] for i in ask]))
         for i, got in again.items():
             if got:
                 take(i, got, got)
@@ -251,6 +253,12 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
         if any(romanized(x) for got in found for x, _m in got):
             await ko_lexicon.english_ready()     # its English words, off the event loop the first time
             near = {i: [(x, m) for x, m in got if not _another_korean_word(forms[i][1], x)] for i, got in near.items()}
+        for i, loan in zip(ask, sounding, strict=True):
+            if loan is None:
+                continue
+            # Said as the query writes it, near it in meaning: first, whatever the other nearest words are.
+            loans[i] = loan[0]
+            near[i] = [loan, *[(x, m) for x, m in near[i] if stem_word(x) != stem_word(loan[0])]][:TOP_PER_WORD]
     out: list[list[str]] = []
     for i, (_written, w) in enumerate(forms):
         chosen = by_word[i]
@@ -260,7 +268,7 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
                 render[w] = near[i][0][0]
                 x, above = near[i][0]
                 if chosen[0] not in known and ((above >= TRANSLATION_STAND_OUT and sounds_alike(w, x))
-                                               or (romanized(x) and _spelled_as(w, x))):
+                                               or loans.get(i) == x or (romanized(x) and _spelled_as(w, x))):
                     # A loanword's English original (레디스 → redis) or a name's own spelling (혜진님 → hyejin):
                     # a translation, not a guess.
                     from_dictionary.append(chosen[0])
@@ -277,9 +285,11 @@ async def bridge_query(store: TermVectors, emb: Embedder, user_id: str, query: s
 
 def _scan(vecs: np.ndarray, ask: list[int], pending: list[tuple[int, list[str]]], phrase_vecs: dict[str, np.ndarray],
           terms: list[str], matrix: np.ndarray, index: dict[str, int],
-          hubs: Probes | None) -> tuple[list[list[tuple[str, float]]], dict[int, list[list[str]]]]:
-    """The nearest vocabulary words of the query words `ask`, and the reworded senses of the words `pending` (each
-    with its sense phrases), from one product with the vocabulary."""
+          hubs: Probes | None, asked: list[str]) -> tuple[list[list[tuple[str, float]]], dict[int, list[list[str]]],
+                                                          list[tuple[str, float] | None]]:
+    """The nearest vocabulary words of the query words `ask` (Korean words `asked`), the reworded senses of the
+    words `pending` (each with its sense phrases), and each asked word's English original by its sound
+    (`_sounding`), from one product with the vocabulary."""
     rows = [vecs[i] for i in ask] + [phrase_vecs[p] for _i, phrases in pending for p in phrases]
     sims = np.stack(rows) @ matrix.T
     found = nearest_scored(vecs[ask], terms, matrix, top=TOP_PER_WORD, min_cos=MIN_COSINE, hubs=hubs,
@@ -291,7 +301,32 @@ def _scan(vecs: np.ndarray, ask: list[int], pending: list[tuple[int, list[str]]]
         again[i] = reworded(phrases, np.stack([phrase_vecs[p] for p in phrases]), sims[k:k + n], vecs[i], terms,
                             matrix, index)
         k += n
-    return found, again
+    sounding = [_sounding(w, sims[j], terms) for j, w in enumerate(asked)]
+    return found, again, sounding
+
+
+# How many of a word's nearest vocabulary words (above the bars) are heard for its English original.
+SOUND_CANDIDATES = 8
+
+
+def _sounding(korean: str, row: np.ndarray, terms: list[str]) -> tuple[str, float] | None:
+    """The vocabulary word nearest `korean` (cosines `row`) among those above the nearest words' bars that
+    sounds exactly like it (loanwords.exact_sound: 사파리 / safari), with how far it stands above the word's mean
+    cosine. The bars without the hub check and the loanword margin (TRANSLATION_STAND_OUT): in a vocabulary of a
+    few dozen words the margins are small (사파리 → safari 0.035 above the mean), and the sound says what the
+    margin cannot."""
+    mean = float(row.mean())
+    close = np.flatnonzero(row >= max(MIN_COSINE, mean + STAND_OUT))
+    for j in close[np.argsort(-row[close], kind="stable")][:SOUND_CANDIDATES]:
+        if exact_sound(korean, terms[j]) and not _korean_in_latin(terms[j]):
+            return terms[j], float(row[j]) - mean
+    return None
+
+
+def _korean_in_latin(english: str) -> bool:
+    """Whether `english` is the dictionary's Latin spelling of a Korean headword it translates: 네이밍 sounds
+    exactly like naengmyeon, which is 냉면, while naming, which reads as romanization too, is an English word."""
+    return romanized(english) and any(spelled_alike(k, english) for k in inverted().get(english.lower(), ()))
 
 
 def _another_korean_word(korean: str, english: str) -> bool:

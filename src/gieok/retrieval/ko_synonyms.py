@@ -8,8 +8,8 @@ sense of 매장, burial), so the embedding model's cosine between the query word
 as the bridge's dictionary senses are decided; the candidates are embedded through the bridge's word cache,
 so a repeated word costs no model call.
 
-The inverted index (English sense → headwords) is built from the same table, once per process, on the first
-Korean query, off the event loop.
+The inverted index (English sense → headwords, gieok.retrieval.ko_inverted) is built from the same table, once per
+process, on the first Korean query, off the event loop.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from collections.abc import Iterable
 import numpy as np
 
 from gieok.core.models import Memory
-from gieok.core.once import Once
 from gieok.core.text import query_terms
 from gieok.providers.embed.base import Embedder
 from gieok.retrieval import ko_lexicon
 from gieok.retrieval.bridge import embed_words
+from gieok.retrieval.ko_inverted import inverted, ready, term_word
 from gieok.retrieval.scripts import written_in_english
 
 __all__ = ["candidates", "inverted", "synonym_terms"]
@@ -36,54 +36,16 @@ TOP_PER_WORD = 1
 MIN_COSINE = 0.90
 # The synonyms' BM25 against the literal words' (1.0: as much; 0.5 and 0.7 measured worse).
 WEIGHT = 1.0
-# A sense shared by more headwords than this says little about any of them ("do", "be big"): skipped.
-MAX_SHARING = 40
 # Candidates embedded per query word (those sharing the most senses first): bounds the model's work the first
 # time a word is seen (16: p95 320 ms a query; 4: 68 ms, the same recall on dev).
 MAX_CANDIDATES = 4
-
-
-def _term_word(key: str, table: dict[str, str]) -> bool:
-    """Whether a table key is a word a memory writes as it is: a noun or a 하다 verb's root (참여), not a
-    verb's dictionary form (참여하다, 그리다) or its bare stem (그리, 참여하), which the text inflects."""
-    if len(key) < 2:
-        return False    # a one-syllable term is no bigram phrase
-    if key.endswith("다") and key[:-1] in table:
-        return False
-    if key + "다" in table and table[key + "다"] == table[key]:
-        return False    # only a verb's stem, no headword of its own
-    return not (key.endswith("하") and key + "다" in table)
-
-
-def _build() -> dict[str, tuple[str, ...]]:
-    table = ko_lexicon.senses_table()
-    out: dict[str, list[str]] = {}
-    for key, meaning in table.items():
-        if not _term_word(key, table):
-            continue
-        for sense in dict.fromkeys(s.strip().lower() for s in meaning.split(";")):
-            if sense:
-                out.setdefault(sense, []).append(key)
-    return {s: tuple(ws) for s, ws in out.items() if len(ws) <= MAX_SHARING}
-
-
-_INVERTED = Once(_build)
-
-
-def inverted() -> dict[str, tuple[str, ...]]:
-    """English sense → the Korean headwords (as a memory writes them) that have it."""
-    return _INVERTED.get()
-
-
-def loaded() -> bool:
-    return _INVERTED.loaded
 
 
 def candidates(written: str, stem: str) -> list[str]:
     """Headwords sharing an English sense with a noun of the query (as written, or its stem), those sharing the
     most senses first; never the word itself."""
     table = ko_lexicon.senses_table()
-    if not any(w in table and _term_word(w, table) for w in (written, stem)):
+    if not any(w in table and term_word(w, table) for w in (written, stem)):
         return []   # a verb's synonyms are verbs the text inflects ("열었" → 열기): nouns only, as memory writes them
     senses = ko_lexicon.senses_written(written, stem)
     index = inverted()
@@ -103,7 +65,7 @@ async def synonym_terms(emb: Embedder, user_id: str, forms: list[tuple[str, str]
     at most `top` per word, each at least `min_cos` from the word by the model's cosine."""
     if not forms:
         return []
-    await _INVERTED.ready()     # once per process, off the event loop
+    await ready()     # once per process, off the event loop
     cands = [candidates(w, s) for w, s in forms]
     flat = list(dict.fromkeys(c for cs in cands for c in cs))
     if not flat:

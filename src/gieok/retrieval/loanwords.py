@@ -115,5 +115,32 @@ def names_alike(korean: str, latin: str) -> bool:
 
 def sounds_alike(korean: str, english: str) -> bool:
     """Whether `korean` (Hangul) is plausibly `english` written in Hangul."""
-    k, e = korean_skeleton(korean), english_skeleton(english)
-    return bool(k and e) and difflib.SequenceMatcher(None, k, e).ratio() >= MIN_LIKENESS
+    k = korean_skeleton(korean)
+    return bool(k) and any(difflib.SequenceMatcher(None, k, e).ratio() >= MIN_LIKENESS
+                           for e in _english_readings(english))
+
+
+# "th" is written ㅅ or ㅆ where English says it voiceless (python / 파이썬, thread / 스레드, thumbnail / 썸네일)
+# and ㄷ or ㅌ elsewhere (theme / 테마, Athena / 아테나), and a t and an h of two syllables stay apart (github /
+# 깃허브): both readings are tried.
+_TH = re.compile("th", re.IGNORECASE)
+
+
+def _english_readings(english: str) -> tuple[str, ...]:
+    plain = english_skeleton(english)
+    if not _TH.search(english):
+        return (plain,) if plain else ()
+    return tuple(e for e in dict.fromkeys((plain, english_skeleton(_TH.sub("s", english)))) if e)
+
+
+# A loanword's skeleton must hold at least this many consonant classes to be taken on its sound alone
+# (`exact_sound`): two (도커 / docker "TK") also fit dog, take and tick.
+MIN_EXACT_CLASSES = 3
+
+
+def exact_sound(korean: str, english: str) -> bool:
+    """Whether `korean` (Hangul) and `english` reduce to the same skeleton of at least MIN_EXACT_CLASSES classes
+    (사파리 / safari "SPL", 젠킨스 / jenkins, 피그마 / figma): a loanword next to its original, surer than
+    `sounds_alike`'s likeness."""
+    k = korean_skeleton(korean)
+    return len(k) >= MIN_EXACT_CLASSES and k in _english_readings(english)
