@@ -48,7 +48,7 @@ def test_th_is_heard_as_korean_writes_it(korean: str, english: str) -> None:
 
 @pytest.mark.parametrize("korean, english, want", [
     ("사파리", "safari", True), ("젠킨스", "jenkins", True), ("피그마", "figma", True), ("파이썬", "python", True),
-    ("쿠버네티스", "kubernetes", True),
+    ("쿠버네티스", "kubernetes", True), ("컨테이너", "containers", True), ("파이프라인", "pipelines", True),
     ("도커", "docker", False),        # two classes (TK) also fit dog, take and tick: not surer than sounds_alike
     ("도커", "dog", False), ("사료", "cache", False), ("고양이", "kafka", False), ("오프닝", "promotion", False),
 ])

@@ -143,4 +143,8 @@ def exact_sound(korean: str, english: str) -> bool:
     (사파리 / safari "SPL", 젠킨스 / jenkins, 피그마 / figma): a loanword next to its original, surer than
     `sounds_alike`'s likeness."""
     k = korean_skeleton(korean)
-    return len(k) >= MIN_EXACT_CLASSES and k in _english_readings(english)
+    if len(k) < MIN_EXACT_CLASSES:
+        return False
+    # A vocabulary keeps words as written: containers / 컨테이너 is heard without its plural.
+    single = english[:-1] if len(english) > 3 and english.endswith("s") and not english.endswith("ss") else english
+    return k in _english_readings(english) or (single != english and k in _english_readings(single))
