@@ -26,6 +26,7 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
     ("what was the latest thing I did with Rust?", "last"),
     ("When was the most recent Postgres change?", "last"),
     ("What did Melanie paint recently?", "last"),
+    ("what changed in the last release?", "last"),
     ("결제 서비스 마지막으로 배포한 게 언제야?", "last"),
     ("최근에 Rust로 뭐 했어?", "last"),
     ("지난번 배포에서 뭐가 깨졌지?", "last"),

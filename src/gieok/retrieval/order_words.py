@@ -23,7 +23,7 @@ __all__ = ["Order", "asks_order", "order_positions"]
 Order = Literal["first", "last"]
 
 _TIME_AFTER = (r"(?:week|weekend|month|year|night|morning|evening|summer|winter|spring|fall|autumn|quarter|sprint"
-               r"|release|few|couple|two|three|several|\w+day)s?")
+               r"|few|couple|two|three|several|\w+day)s?")
 _LAST = re.compile(
     r"\b(?:latest|newest|lately|recent(?:ly)?|most\s+recent(?:ly)?)\b"
     # "last" before a word that is not a time ("when did we last deploy", "the last thing"), and not "at last".
