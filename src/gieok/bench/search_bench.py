@@ -52,8 +52,8 @@ ARRIVING = 4
 
 def _korean_pairs(prng: random.Random) -> list[tuple[str, str]]:
     """(English word, Korean noun) pairs from the dictionary the search translates with; empty without it."""
-    from gieok.retrieval import ko_synonyms
-    pairs = sorted((sense, words[0]) for sense, words in ko_synonyms.inverted().items()
+    from gieok.retrieval.ko_inverted import inverted
+    pairs = sorted((sense, words[0]) for sense, words in inverted().items()
                    if sense.isalpha() and sense.isascii() and len(sense) > 3)
     return prng.sample(pairs, min(KOREAN_NOUNS, len(pairs)))
 

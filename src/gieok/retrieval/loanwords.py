@@ -126,7 +126,10 @@ def sounds_alike(korean: str, english: str) -> bool:
 _TH = re.compile("th", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)
 def _english_readings(english: str) -> tuple[str, ...]:
+    # Remembered, as korean_skeleton is: an English query over Korean rows hears each of its words against many
+    # of the pool's stems (gieok.retrieval.en_ko).
     plain = english_skeleton(english)
     if not _TH.search(english):
         return (plain,) if plain else ()

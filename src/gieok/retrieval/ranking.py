@@ -130,7 +130,6 @@ class _Parts:
     imp: float
     use: float
     gate: float
-    asked_order: Order | None
 
     def as_dict(self, c: Candidate, duplication: float) -> dict[str, float]:
         return {"relevance": self.rel, "cosine": self.cos, "neighbour_cosine": self.nb, "bm25": self.bm,
@@ -138,7 +137,7 @@ class _Parts:
                 "when": self.when, "order": self.order, "recency": self.rec, "importance": self.imp, "usage": self.use,
                 "prior_gate": self.gate, "duplication": duplication}
 
-    def reasons(self, c: Candidate, recipe: Recipe) -> list[str]:
+    def reasons(self, c: Candidate, recipe: Recipe, order: Order | None) -> list[str]:
         reasons = []
         if c.cos is not None and recipe.r_cos > 0:
             # Not in a keyword fallback (r_cos 0): its cosine did not count, and the search found nothing close.
@@ -161,7 +160,7 @@ class _Parts:
         if self.when and recipe.r_when > 0:
             reasons.append("says when (the query asks when)")
         if self.order and recipe.r_order > 0:
-            reasons.append("the latest of the rows about it" if self.asked_order == "last"
+            reasons.append("the latest of the rows about it" if order == "last"
                            else "the earliest of the rows about it")
         if c.memory.is_pinned:
             reasons.append("pinned")
@@ -297,7 +296,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
             # four copies fill a list of six. One result says it, and how often it was said.
             first.repeats.append(c.memory)
             continue
-        hit = Hit(c.memory, best_s, p.as_dict(c, float(max_dup[i])), p.reasons(c, recipe))
+        hit = Hit(c.memory, best_s, p.as_dict(c, float(max_dup[i])), p.reasons(c, recipe, order))
         picked.append(hit)
         by_words[key] = hit
         if mat is not None and has_vec[i]:
@@ -339,7 +338,7 @@ def _scores(cands: list[Candidate], priors: list[tuple[float, float, float]], re
         gate = rel / best_rel if best_rel > 0 else 1.0
         scores.append(recipe.w_relevance * rel + gate * (recipe.w_recency * rec + recipe.w_importance * imp
                                                          + recipe.w_usage * u))
-        parts.append(_Parts(rel, cos, nb, bm, jac, title, date, when, o, rec, imp, u, gate, order))
+        parts.append(_Parts(rel, cos, nb, bm, jac, title, date, when, o, rec, imp, u, gate))
     return scores, parts
 
 
