@@ -30,6 +30,16 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
     ("결제 서비스 마지막으로 배포한 게 언제야?", "last"),
     ("최근에 Rust로 뭐 했어?", "last"),
     ("지난번 배포에서 뭐가 깨졌지?", "last"),
+    # How things stand now is the latest of what was written about it.
+    ("which database are we on currently?", "last"),
+    ("who is the team lead now?", "last"),
+    ("what CI do we use these days?", "last"),
+    ("do we still run CI on Jenkins?", "last"),
+    ("Is Redis used for sessions anymore?", "last"),
+    ("지금 쓰는 노트북 뭐야?", "last"),
+    ("현재 팀장은 누구야?", "last"),
+    ("요새 뭐 배우고 있어?", "last"),
+    ("아직도 Jenkins 써?", "last"),
     ("when did we first use Postgres?", "first"),
     ("What was the earliest version we shipped?", "first"),
     ("When did John have his first firefighter call-out?", "first"),
@@ -46,6 +56,12 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
     ("What were the first and the last deploys?", None),   # both: nothing to prefer
     ("지난주에 뭐 했어?", None),
     ("when do we deploy?", None),
+    # Everything up to now, not the newest; and "know" is not "now".
+    ("how many times have we deployed until now?", None),
+    ("what have we learned about Postgres by now?", None),
+    ("what do I know about Postgres?", None),
+    ("지금까지 배포 몇 번 했어?", None),
+    ("현재까지 나온 버그 정리해줘", None),
 ])
 def test_asks_order(query: str, want: str | None) -> None:
     assert asks_order(query) == want
@@ -132,3 +148,40 @@ async def test_the_first_or_last_time_is_found_over_a_real_store(svc: MemoryServ
     out = await svc.search(svc.filters("alice"), query, limit=3, now=NOW, count_view=False)
     assert out.hits and out.hits[0].memory.created_at is not None
     assert out.hits[0].memory.created_at.date().isoformat() == day, [(h.memory.content, h.score) for h in out.hits]
+
+
+STATES = [
+    ("2026-01-10", "We use MySQL 5.7 for the main database."),
+    ("2026-06-12", "Migrated the main database from MySQL to Postgres 15 over the weekend."),
+    ("2026-03-01", "Sora is the team lead for the platform team."),
+    ("2026-08-20", "Minho took over as platform team lead; Sora moved to the data team."),
+    ("2026-02-05", "회사 노트북은 맥북 프로 2019 인텔 모델이다."),
+    ("2026-09-15", "새 회사 노트북 받음: 맥북 에어 M3."),
+    ("2026-04-01", "Our CI runs on Jenkins."),
+    ("2026-10-01", "Moved CI from Jenkins to GitHub Actions."),
+    ("2026-05-01", "Planned the Q3 roadmap with Mina."),
+]
+
+
+@pytest.fixture
+async def states(tmp_path: Path) -> AsyncIterator[MemoryService]:
+    created = [datetime.fromisoformat(d).replace(hour=10, tzinfo=UTC) for d, _t in STATES]
+    async with e5_service(tmp_path, [t for _d, t in STATES], created=created) as service:
+        yield service
+
+
+# Before "now", "currently", "these days", 지금 and 현재 asked for the latest, each of these failed: the older row came
+# first (its words are the question's: "team lead", "회사 노트북 모델"), or the newer one without the reason.
+@pytest.mark.parametrize(("query", "day"), [
+    ("which database are we on currently?", "2026-06-12"),
+    ("who is the team lead now?", "2026-08-20"),
+    ("what CI do we use these days?", "2026-10-01"),
+    ("현재 회사 노트북 모델은?", "2026-09-15"),
+    ("지금 쓰는 노트북 뭐야?", "2026-09-15"),
+])
+async def test_how_things_stand_now_is_the_newest_row_about_it(states: MemoryService, query: str, day: str) -> None:
+    out = await states.search(states.filters("alice"), query, limit=3, now=NOW, count_view=False)
+    assert out.hits and out.hits[0].memory.created_at is not None
+    got = [(h.memory.created_at.date().isoformat() if h.memory.created_at else "", h.memory.content) for h in out.hits]
+    assert got[0][0] == day, got
+    assert "the latest of the rows about it" in out.hits[0].recall_reason

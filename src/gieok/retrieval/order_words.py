@@ -7,8 +7,14 @@ words, and the row that says "First deploy of the search API" matches "first" an
 (it came first for both). So among the rows about the question's subject (those whose relevance is close to the
 best one's), the newest, or the oldest, gets a bonus (`order_positions`; gieok.retrieval.ranking weighs it).
 
+A question about how things stand now asks for the last too: "what database do we use now?", "which CI are we on
+currently?", "do we still use Jenkins?", "지금 쓰는 노트북 뭐야?", "현재 팀장은 누구야?". Memory keeps what was true
+then beside what is true now ("We use MySQL 5.7", months later "Migrated the main database to Postgres"), and the
+older row, worded like the question, came first for all of those.
+
 Only words are read. "last" followed by a time ("last week", "last Tuesday") names a date, which
-gieok.retrieval.query_dates handles, and "first place" or "first aid" order nothing.
+gieok.retrieval.query_dates handles, "first place" or "first aid" order nothing, and "until now", "so far" or
+"지금까지" ask about everything up to now, not the newest.
 """
 
 from __future__ import annotations
@@ -26,13 +32,17 @@ _TIME_AFTER = (r"(?:week|weekend|month|year|night|morning|evening|summer|winter|
                r"|few|couple|two|three|several|\w+day)s?")
 _LAST = re.compile(
     r"\b(?:latest|newest|lately|recent(?:ly)?|most\s+recent(?:ly)?)\b"
+    # How things stand now; not "until now", "by now" or "up to now" (everything so far).
+    r"|(?<!\buntil\s)(?<!\btill\s)(?<!\bby\s)(?<!\bto\s)\bnow\b"
+    r"|\b(?:currently|nowadays|these\s+days|at\s+the\s+moment|at\s+present|still|anymore|any\s+more)\b"
     # "last" before a word that is not a time ("when did we last deploy", "the last thing"), and not "at last".
     r"|(?<!\bat\s)\blast\s+(?!" + _TIME_AFTER + r"\b)[a-z]",
     re.IGNORECASE)
 _FIRST = re.compile(r"\b(?:first|earliest|initially|originally)\b(?!\s+(?:place|prize|aid)\b)", re.IGNORECASE)
-# Korean: 마지막 ("last"), 최근 / 요즘 ("recently", "these days"), 최신 ("latest"), 지난번 ("the last time");
-# 처음 / 최초 ("first"), 맨 먼저 ("first of all").
-_KO_LAST = re.compile(r"마지막|최근|요즘|최신|지난번")
+# Korean: 마지막 ("last"), 최근 / 요즘 / 요새 ("recently", "these days"), 최신 ("latest"), 지난번 ("the last time"),
+# 지금 / 현재 ("now", "currently"; not 지금까지 / 현재까지, "so far"), 아직 ("still"); 처음 / 최초 ("first"),
+# 맨 먼저 ("first of all").
+_KO_LAST = re.compile(r"마지막|최근|요즘|요새|최신|지난번|(?:지금|현재)(?!\s?까지)|아직")
 _KO_FIRST = re.compile(r"처음|최초|맨\s?먼저")
 
 
