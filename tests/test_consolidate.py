@@ -172,6 +172,10 @@ async def test_forgetting_a_source_reaches_its_summary(svc: MemoryService) -> No
     ("Deploys happen on Friday.", "Deploys happen on Monday.", "supersedes"),
     ("The API timeout is 30 seconds.", "The API timeout is 60 seconds.", "supersedes"),
     ("배포는 매주 금요일 오후에 합니다.", "배포는 매주 월요일 오후에 합니다.", "supersedes"),
+    # Day and time changed together: one slot, an update (3 of 5 words shared).
+    ("Deploys happen on Friday afternoon.", "Deploys happen on Monday morning.", "supersedes"),
+    ("배포는 매주 금요일 오후에 합니다.", "배포는 매주 월요일 오전에 합니다.", "supersedes"),
+    ("The API timeout is 30 seconds.", "The API timeout is two minutes.", "supersedes"),
     ("Deploys happen on Friday.", "Deploys never happen on Friday.", "contradicts"),
     ("We use Postgres.", "We use SQLite.", "contradicts"),  # a short frame: a conflict, not surely an update
     ("Deploys happen on Friday.", "Deploys happen on Friday after the review.", None),  # an elaboration

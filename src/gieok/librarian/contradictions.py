@@ -5,12 +5,14 @@ When a semantic (or procedural) memory is new — written by consolidation, a se
 keyword search. The newer one (by `meta.as_of`, else `created_at`) is linked to the older:
 - `supersedes` when it clearly states a different value for the same thing,
 - `contradicts` when they conflict but it is not clear that one replaces the other.
-Both rows stay; the older gets `meta.superseded_by` so a reader sees it is outdated.
+Both rows stay; the older gets `meta.superseded_by` (or `meta.contradicted_by`) so a reader sees it is outdated
+(or disputed): a search ranks a superseded row below what replaced it and says so, and the session-start
+context leaves out a pinned fact another pinned fact replaced.
 
 Offline judgment (no LLM) compares statements word by word (English stems, Korean words without particles):
 two statements that are the same frame with exactly one slot changed ("deploys happen on Friday" / "… on
 Monday", "배포는 매주 금요일 오후에 합니다" / "… 월요일 …") conflict — `supersedes` when the shared frame is
-at least 3 words and 75% of the longer statement, `contradicts` when it is weaker (at least 2 words and half)
+at least 3 words and 60% of the longer statement, `contradicts` when it is weaker (at least 2 words and half)
 or when the only change is a negation. An added detail is an elaboration, not a conflict. Profile-style facts
 with one value (name, job, location) that differ also supersede. With an LLM configured, the model judges the
 candidates instead (a validated answer); a transient outage leaves the row for a later cycle, a permanent
@@ -104,7 +106,9 @@ def conflict(new: str, old: str) -> Relation | None:
     if tag != "replace" or len(removed) > 3 or len(added) > 3:
         return None  # an added or dropped detail elaborates, it does not contradict
     ratio = shared / max(len(a), len(b))
-    if shared >= 3 and ratio >= 0.75:
+    # 0.6 rather than 0.75: a rule whose day and time both changed ("Deploys happen on Friday afternoon" → "… on
+    # Monday morning", "금요일 오후" → "월요일 오전") shares 3 of 5 words, and it is an update, not a dispute.
+    if shared >= 3 and ratio >= 0.6:
         return "supersedes"
     return "contradicts" if ratio >= 0.5 else None
 
@@ -211,8 +215,11 @@ async def check_memory(store: Store, m: Memory, llm: LLM | None = None) -> list[
         newer, older = (m, other) if as_of(m) >= as_of(other) else (other, m)
         await store.add_link(newer.id, older.id, rel)
         links.append((newer.id, older.id, rel))
+        # The older row says so in its meta, which a search reads with the row (no link lookup per result).
         if rel == "supersedes":
             await _update_meta(store, older.id, superseded_by=newer.id)
+        else:
+            await _update_meta(store, older.id, contradicted_by=newer.id)
     await _update_meta(store, m.id, contradiction_checked=method)
     return links
 

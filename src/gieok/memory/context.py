@@ -4,7 +4,8 @@ In priority order, within a token budget (tokens ≈ chars / 1.7): core profile 
 that saw the error the query holds, with their answers (when it holds one) → short-term memory of *this*
 platform/model/subagent (last N days or the budget, whichever ends first), plus collaborating agents'
 memories on the same project → memories relevant to the query → due reviews. Memories about code carry
-their stale flag ("⚠ possibly stale: billing/retry.py changed 3 commits ago").
+their stale flag ("⚠ possibly stale: billing/retry.py changed 3 commits ago"), and a fact the librarian found
+replaced by a newer one says so ("⚠ outdated: a newer memory replaces it").
 A section that does not fit is cut, never the ones before it.
 """
 
@@ -43,6 +44,12 @@ class ContextBlock:
                 "sections": self.sections}
 
 
+def _replaced_by(m: Memory) -> str:
+    """The newer memory the librarian found replacing `m` (gieok.librarian.contradictions), or ""."""
+    got = m.meta.get("superseded_by")
+    return got if isinstance(got, str) else ""
+
+
 def _line(m: Memory, stale: str = "", fixed_by: dict[str, Any] | None = None) -> str:
     when = m.created_at.strftime("%Y-%m-%d %H:%M") if m.created_at else ""
     who = m.role
@@ -54,6 +61,10 @@ def _line(m: Memory, stale: str = "", fixed_by: dict[str, Any] | None = None) ->
     if len(body) > MAX_ITEM_CHARS:
         body = body[:MAX_ITEM_CHARS] + "…"
     line = f"- [{when}] {who}: {body} (id {m.id})"
+    if replaced_by := _replaced_by(m):
+        line += f"\n  ⚠ outdated: a newer memory replaces it (id {replaced_by})"
+    elif isinstance(disputed := m.meta.get("contradicted_by"), str):
+        line += f"\n  ⚠ a newer memory contradicts it (id {disputed})"
     if stale:
         line += f"\n  ⚠ possibly stale: {stale}"
     if fixed_by:
@@ -120,6 +131,8 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
                 item.update(owner=m.user_id, privacy_scope=m.privacy_scope)
             if stale:
                 item.update(possibly_stale=True, stale_reason=stale)
+            if replaced_by := _replaced_by(m):
+                item.update(outdated=True, superseded_by=replaced_by)
             if m.id in fixes:
                 item["fixed_by"] = fixes[m.id]
             if not add(section, line, item):
@@ -143,6 +156,11 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
 
     # 2. pinned memories: those the query is about first, then the newest, within their share of the budget
     pinned = await svc.store.list_memories(SearchFilters(user_id=ident.user_id, pinned_only=True), limit=200)
+    # A pinned fact replaced by another pinned one ("Deploys happen on Friday", then "… on Monday") is left out:
+    # both in every session's context, the agent cannot tell which holds, and the old one costs budget. One whose
+    # replacement is not pinned stays, marked outdated.
+    ids = {m.id for m in pinned}
+    pinned = [m for m in pinned if _replaced_by(m) not in ids]
     rank = {h.memory.id: i for i, h in enumerate(hits)}
     pinned.sort(key=lambda m: rank.get(m.id, len(rank)))     # stable: the newest first otherwise
     await add_memories("pinned", "Pinned (always remember)", pinned, cap=int(budget * PINNED_SHARE))

@@ -162,11 +162,21 @@ class _Parts:
         if self.order and recipe.r_order > 0:
             reasons.append("the latest of the rows about it" if order == "last"
                            else "the earliest of the rows about it")
+        if outdated(c.memory):
+            reasons.append("outdated: a newer memory replaces it")
+        elif c.memory.meta.get("contradicted_by"):
+            # Which one holds is not clear (contradictions' weaker rule): said, not ranked.
+            reasons.append("a newer memory contradicts it")
         if c.memory.is_pinned:
             reasons.append("pinned")
         if self.rec > 0.8:
             reasons.append("recent")
         return reasons
+
+
+def outdated(m: Memory) -> bool:
+    """Whether the librarian found `m` replaced by a newer memory (gieok.librarian.contradictions)."""
+    return bool(m.meta.get("superseded_by"))
 
 
 def _cosine_only(c: Candidate, p: _Parts) -> bool:
@@ -236,6 +246,10 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
                + recipe.r_date * date)
         if recipe.r_question > 0:
             rel -= recipe.r_question * question_share(m.content)
+        if order != "first" and outdated(m):
+            # What was true before: below what replaced it, unless the question asks for the first time.
+            rel *= recipe.superseded_share
+            orders *= recipe.superseded_share
         rels.append((rel, cos, bm, jac, title, date, nb))
         ordering_only.append(orders)
     priors = [(recency(c.memory, now, recipe), importance(c.memory), u) for c, u in zip(cands, usages, strict=True)]

@@ -75,6 +75,12 @@ class Recipe:
     # saying when) tied the newest deploy note for "when did we last deploy the search API?".
     r_order: float = 0.3
     order_group: float = 0.8
+    # A row the librarian found replaced by a newer one (gieok.librarian.contradictions: "Deploys happen on
+    # Friday" after "… on Monday" is written; `meta.superseded_by`) keeps this share of its relevance, unless the
+    # query asks for the first time: a stale fact worded like the question otherwise came first (its relevance
+    # 1.010 against the new one's 1.000 for "배포 요일"). It is still shown, below, and says it is outdated: a
+    # search for the history finds it. Nothing on LoCoMo is superseded (its rows are chat turns, not facts).
+    superseded_share: float = 0.7
     # A Korean query's feedback terms (gieok.retrieval.feedback): the words its best `feedback_rows` candidates
     # share, their BM25 added to a row's at this weight; their full-text search brings at most
     # `feedback_candidates` rows (100 cost the Korean search at 100,000 memories half again its time, 30 a
