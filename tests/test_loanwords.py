@@ -9,6 +9,7 @@ import pytest
 
 from gieok.memory.ingest import MessageIn
 from gieok.retrieval.loanwords import (
+    ends_unlike,
     english_skeleton,
     exact_sound,
     korean_skeleton,
@@ -86,6 +87,34 @@ def test_a_word_heard_exactly_is_an_english_word_near_it_not_korean_in_latin_let
     assert _sounding("네이밍", row, terms) == ("naming", pytest.approx(0.85 - row.mean()))
     # Under the cosine bar nothing is heard, however alike it sounds.
     assert _sounding("네이밍", np.array([0.70, 0.79, 0.70, 0.70, 0.70]), terms) is None
+
+
+@pytest.mark.parametrize(("korean", "english", "unlike"), [
+    ("플래그", "flaky", True),      # Korean writes a final consonant with ㅡ: flag, not a word ending in a vowel
+    ("플래그", "flags", False),
+    ("테스트", "testy", True),
+    ("테스트", "test", False),
+    ("사파리", "safari", False),    # ends in a vowel as the English does
+    ("도커", "docker", False),      # no ㅡ to read anything from
+    ("젠킨스", "jenkins", False),
+])
+def test_a_final_consonant_is_heard_at_the_end(korean: str, english: str, unlike: bool) -> None:
+    assert ends_unlike(korean, english) is unlike
+
+
+def test_of_two_words_with_one_skeleton_the_one_that_ends_alike_is_heard() -> None:
+    import numpy as np
+
+    from gieok.retrieval.bridge import _sounding
+
+    # "피처 플래그 관리 도구" over notes holding "flaky" and "flags": the model put flaky nearer, and the flaky test's
+    # note was shown first as the keyword match for feature flags.
+    terms = ["flaky", "flags", "menu", "lunch", "price"]
+    row = np.array([0.86, 0.85, 0.70, 0.70, 0.70])
+    assert _sounding("플래그", row, terms) == ("flags", pytest.approx(0.85 - row.mean()))
+    alone = np.array([0.86, 0.70, 0.70, 0.70, 0.70])
+    # The only one above the bars: taken as before.
+    assert _sounding("플래그", alone, terms) == ("flaky", pytest.approx(0.86 - alone.mean()))
 
 
 def test_korean_spelling_is_folded_in() -> None:

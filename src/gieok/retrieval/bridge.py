@@ -41,7 +41,7 @@ from gieok.retrieval.hubs import Probes, model_probes
 from gieok.retrieval.ko_compounds import compound_parts
 from gieok.retrieval.ko_inverted import inverted
 from gieok.retrieval.ko_senses import STEMS, dictionary_terms, reworded, to_reword
-from gieok.retrieval.loanwords import exact_sound, romanized, sounds_alike, spelled_alike
+from gieok.retrieval.loanwords import ends_unlike, exact_sound, romanized, sounds_alike, spelled_alike
 from gieok.retrieval.scripts import HANGUL, text_script, written_in_english
 from gieok.retrieval.vocab_nearest import MIN_COSINE, STAND_OUT, TOP_PER_WORD, nearest_scored
 from gieok.store.base import TermVectors
@@ -317,10 +317,12 @@ def _sounding(korean: str, row: np.ndarray, terms: list[str]) -> tuple[str, floa
     margin cannot."""
     mean = float(row.mean())
     close = np.flatnonzero(row >= max(MIN_COSINE, mean + STAND_OUT))
-    for j in close[np.argsort(-row[close], kind="stable")][:SOUND_CANDIDATES]:
-        if exact_sound(korean, terms[j]) and not _korean_in_latin(terms[j]):
-            return terms[j], float(row[j]) - mean
-    return None
+    heard = [j for j in close[np.argsort(-row[close], kind="stable")][:SOUND_CANDIDATES]
+             if exact_sound(korean, terms[j]) and not _korean_in_latin(terms[j])]
+    # Of words with the same skeleton, one that ends as the Korean word does (피처 플래그 over notes holding
+    # "flaky" and "flags": flaky was the nearer).
+    heard.sort(key=lambda j: ends_unlike(korean, terms[j]))
+    return (terms[heard[0]], float(row[heard[0]]) - mean) if heard else None
 
 
 def _korean_in_latin(english: str) -> bool:

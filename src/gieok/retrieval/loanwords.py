@@ -151,3 +151,17 @@ def exact_sound(korean: str, english: str) -> bool:
     # A vocabulary keeps words as written: containers / 컨테이너 is heard without its plural.
     single = english[:-1] if len(english) > 3 and english.endswith("s") and not english.endswith("ss") else english
     return k in _english_readings(english) or (single != english and k in _english_readings(single))
+
+
+_EU = 18            # ㅡ among the vowels of a Hangul syllable
+_VOWEL_END = frozenset("aiouy")
+
+
+def ends_unlike(korean: str, english: str) -> bool:
+    """Whether `korean` ends as Korean spells a final consonant (a bare ㅡ syllable: 플래그, 코드, 슬랙스) while
+    `english` (without a plural s) ends in a vowel: of two words with one skeleton, 플래그 is flag(s), not flaky."""
+    last = ord(korean[-1]) - _BASE if korean else -1
+    if not 0 <= last < 11172 or last % _FINALS or (last // _FINALS) % 21 != _EU:
+        return False
+    single = english[:-1] if len(english) > 3 and english.endswith("s") and not english.endswith("ss") else english
+    return single[-1:].lower() in _VOWEL_END
