@@ -66,6 +66,16 @@ def test_a_word_of_many_senses_translates_only_its_usual_one() -> None:
         ["장애"]]
 
 
+def test_a_sense_that_means_the_usual_one_translates_too() -> None:
+    # 회의 lists 會議 and 懷疑 in one list ("conference; doubt; meeting; skepticism; …"), its usual sense
+    # "conference". Other headwords (회담, 협의회) have "conference" and "meeting" both, so "meeting" is the usual
+    # sense said otherwise; none has "conference" and "doubt". Before, "meeting notes location" found nothing over
+    # the note below.
+    pool = ["회의록은 노션 '주간 회의' 페이지에 정리한다."]
+    assert en_ko.korean_terms("meeting notes location", pool) == [["회의"]]
+    assert en_ko.korean_terms("any doubt about it?", pool) == []
+
+
 def test_a_soft_g_is_heard_as_korean_writes_it() -> None:
     # Gina is 지나 in Hangul; heard with a hard g, "gina" passed for 길은 ("the road" with its particle) instead.
     pool = ["고마워 지나! 우리 가는 길은 다르지만 같이 힘내자"]
