@@ -205,3 +205,39 @@ async def test_merge_tags_follows_aliases_and_refuses_cycles(svc: MemoryService)
         await maintenance.merge_tags(svc.store, "no-such-tag", "gieok")
     with pytest.raises(InvalidInput):
         await maintenance.merge_tags(svc.store, "gieok", "Gieok")
+
+
+SESSION = [
+    "결제 모듈에서 환불 API가 500 에러 나. 로그 보면 NullPointerException at RefundService.java:88",
+    "RefundService.java 88번째 줄에서 order.getPayment()가 null이에요. 부분 환불된 주문은 payment가 분리돼서 그래요. "
+    "null 체크 추가하고 PartialRefund 테이블에서 조회하도록 고쳤습니다.",
+    "고마워, 배포는 내일 오전에 할게",
+    "Can you set up the nightly job that exports invoices to S3?",
+    "Added a CronJob invoice-export at 01:30 KST that writes CSVs to s3://acme-billing/exports/.",
+    "great, also send a Slack message when it fails",
+]
+
+
+async def test_a_reply_is_no_duplicate_of_what_it_replies_to(tmp_path: Path) -> None:
+    # A chat message is embedded with the one before it: on the local model "고마워, 배포는 내일 오전에 할게" stood at
+    # cosine ≥ 0.95 to the answer it thanked for, and the answer (and the question before it) were archived as its
+    # duplicates 30 days on; LoCoMo dev conversation 30 lost 241 of its 369 turns that way.
+    from tests.conftest import e5_service
+
+    start = datetime(2026, 9, 1, 10, tzinfo=UTC)
+    created = [start + timedelta(minutes=i) for i in range(len(SESSION))]
+    async with e5_service(tmp_path, SESSION, session_id="s1", created=created) as svc:
+        # The same rule said again in another session, a day later: a duplicate in words too.
+        again, _ = await svc.ingest(MessageIn(content=SESSION[4] + " ", user_id="alice", session_id="s2",
+                                              created_at=start + timedelta(days=1)))
+        assert svc.processor is not None
+        await svc.processor.run_once()
+        res = await run_maintenance(svc, now=start + timedelta(days=60))
+        rows = {m.content: m async for m in svc.store.iter_memories("alice")}
+        assert res["archived"] == 1 and not rows[SESSION[4]].is_active, res
+        assert all(rows[t].is_active for t in SESSION if t != SESSION[4])
+        later = start + timedelta(days=60)
+        hits = (await svc.search(svc.filters("alice"), "환불 500 에러 원인이 뭐였지?", limit=5, now=later,
+                                 count_view=False)).hits
+        assert SESSION[1] in [h.memory.content for h in hits]
+        assert (await get(svc, again)).is_active      # of the twins, the newer survives
