@@ -46,9 +46,11 @@ async def run_maintenance(svc: MemoryService, now: datetime) -> dict[str, Any]:
 
 
 async def put(svc: MemoryService, text: str, *, age_days: float, kind: str = "episodic", importance: float = 0.5,
-              pinned: bool = False, user: str = "alice", meta: dict[str, object] | None = None) -> str:
+              pinned: bool = False, user: str = "alice", meta: dict[str, object] | None = None,
+              session: str = "") -> str:
     mid, _ = await svc.ingest(MessageIn(content=text, user_id=user, kind=kind, importance=importance, is_pinned=pinned,
-                                        created_at=NOW - timedelta(days=age_days), meta=dict(meta or {})))
+                                        created_at=NOW - timedelta(days=age_days), meta=dict(meta or {}),
+                                        session_id=session))
     return mid
 
 
@@ -241,3 +243,31 @@ async def test_a_reply_is_no_duplicate_of_what_it_replies_to(tmp_path: Path) -> 
                                  count_view=False)).hits
         assert SESSION[1] in [h.memory.content for h in hits]
         assert (await get(svc, again)).is_active      # of the twins, the newer survives
+
+
+async def test_rows_archived_as_duplicates_by_their_vectors_alone_come_back(svc: MemoryService) -> None:
+    # As the vectors-only rule left them: an answer archived as a duplicate of the reply after it.
+    answer = await put(svc, "Added a CronJob invoice-export at 01:30 KST that writes CSVs to S3.", age_days=60,
+                       session="s1")
+    reply = await put(svc, "great, also send a Slack message when it fails", age_days=60, session="s1")
+    twin = await put(svc, "we deploy on fridays", age_days=61, session="s2")
+    kept = await put(svc, "we deploy on fridays.", age_days=50, session="s2")
+    # Across sessions too ("Thanks! I'm going for my dreams!" and "Thanks! Keep going for your dreams and don't
+    # quit!" on LoCoMo), but someone's own link between two notes, whatever their words, is kept.
+    other = await put(svc, "Thanks! I'm going for my dreams!", age_days=70, session="s3")
+    later = await put(svc, "Thanks! Keep going for your dreams and don't quit!", age_days=40, session="s4")
+    mine = await put(svc, "the retry fix from Tuesday", age_days=70)
+    theirs = await put(svc, "Backoff now doubles up to five tries", age_days=40)
+    for old, new in ((answer, reply), (twin, kept), (other, later), (mine, theirs)):
+        await svc.store.add_link(old, new, "duplicates")
+        await svc.store.update_memory(old, {"is_active": False, "archived_at": NOW - timedelta(days=5)})
+    res = await run_maintenance(svc, now=NOW)
+    assert res["restored"] == 2 and (await get(svc, other)).is_active
+    row = await get(svc, answer)
+    assert row.is_active and row.archived_at is None and row.meta["duplicate_words_checked"] is True
+    assert [x for x in await svc.store.list_links(answer) if x.relation == "duplicates"] == []
+    # A twin in words stays archived, linked to the one that survives; and each row is looked at once.
+    assert not (await get(svc, twin)).is_active
+    assert [(x.src, x.dst) for x in await svc.store.list_links(twin)] == [(twin, kept)]
+    assert not (await get(svc, mine)).is_active
+    assert (await run_maintenance(svc, now=NOW))["restored"] == 0

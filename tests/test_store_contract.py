@@ -257,6 +257,10 @@ async def test_users_tags_links_feedback(store: Store) -> None:
     await store.add_link(a, b, "supersedes")
     await store.add_link(a, b, "supersedes")  # idempotent
     assert [(x.src, x.dst, x.relation) for x in await store.list_links(b)] == [(a, b, "supersedes")]
+    await store.add_link(a, b, "duplicates")
+    assert await store.remove_link(a, b, "duplicates") is True
+    assert await store.remove_link(a, b, "duplicates") is False     # gone; the other relation stays
+    assert [(x.src, x.dst, x.relation) for x in await store.list_links(a)] == [(a, b, "supersedes")]
     await store.add_feedback(a, "cited", 1.0, T0)
     m = await store.get_memory(a)
     assert m is not None and m.cite_count == 1

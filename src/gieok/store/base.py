@@ -376,6 +376,10 @@ class Profiles(Protocol):
 class Relations(Protocol):
     async def add_link(self, src: str, dst: str, relation: str) -> None: ...
 
+    async def remove_link(self, src: str, dst: str, relation: str) -> bool:
+        """Drop one link; whether it was there."""
+        ...
+
     async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
         """Links from or to the row; with a `viewer`, only those whose both ends it may see."""
         ...

@@ -63,6 +63,12 @@ class RelationsMixin(PostgresBase):
                 raise StoreError(f"cannot link {src} → {dst}: {exc.__cause__}") from exc.__cause__
             raise
 
+    async def remove_link(self, src: str, dst: str, relation: str) -> bool:
+        async with self._conn() as con:
+            cur = await con.execute("DELETE FROM memory_links WHERE src = %s AND dst = %s AND relation = %s",
+                                    (src, dst, relation))
+            return cur.rowcount > 0
+
     async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
         q, params = links_sql(memory_id, viewer, "%s")
         async with self._conn() as con:

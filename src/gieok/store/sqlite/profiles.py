@@ -59,6 +59,12 @@ class RelationsMixin(SQLiteBase):
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"cannot link {src} → {dst}: {exc}") from exc
 
+    async def remove_link(self, src: str, dst: str, relation: str) -> bool:
+        with self._write() as db:
+            cur = db.execute("DELETE FROM memory_links WHERE src = ? AND dst = ? AND relation = ?",
+                             (src, dst, relation))
+            return cur.rowcount > 0
+
     async def list_links(self, memory_id: str, *, viewer: Principal | None = None) -> list[Link]:
         sql, params = links_sql(memory_id, viewer, "?")
         with self._lock:
