@@ -42,6 +42,8 @@ FALLBACK_NOTE = "no close match; showing keyword matches"
 NOTHING_NOTE = "nothing stored matches this, in meaning or in words"
 FALLBACK_DATES_NOTE = "no close match; showing keyword matches and what was stored on the dates it names"
 NO_WORDS_NOTE = "the question names nothing to look for; showing the newest memories"
+ARCHIVED_NOTE = "nothing current matches this; showing archived memory"
+ARCHIVED_REASON = "archived (forgotten as unused; still kept)"
 NOTE_WORDS = 5      # the shared words a fallback's note names at most (each result's reason names its own)
 
 
@@ -61,8 +63,24 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     # While a search runs, the librarian's document embedding waits at its next chunk (priority.GATE): the
     # whole search, since its database reads and ranking slow down beside a batch as much as its embedding.
     with GATE.query():
-        return await _search(store, embedder, f, query, limit=limit, recipe=recipe, now=now,
-                             fallback_threshold=fallback_threshold, pair_thresholds=pair_thresholds)
+        out = await _search(store, embedder, f, query, limit=limit, recipe=recipe, now=now,
+                            fallback_threshold=fallback_threshold, pair_thresholds=pair_thresholds)
+        if out.mode != "fallback" or f.include_archived:
+            return out
+        # Nothing active is close in meaning: forgetting archives what was not used (a conversation's turns some
+        # months after the librarian consolidated them), and archived is not gone. The archive is asked too, and
+        # what it holds close to the question is shown, marked (or, when the active memory showed nothing at all,
+        # what its words match); only when the active memory had nothing close, so a search that finds what it
+        # asks for costs no more.
+        old = await _search(store, embedder, replace(f, include_archived=True), query, limit=limit, recipe=recipe,
+                            now=now, fallback_threshold=fallback_threshold, pair_thresholds=pair_thresholds)
+        if (old.mode == "fallback" and out.hits) or not any(not h.memory.is_active for h in old.hits):
+            return out
+        for h in old.hits:
+            if not h.memory.is_active:
+                h.recall_reason.append(ARCHIVED_REASON)
+        old.notes.append(ARCHIVED_NOTE)
+        return old
 
 
 async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, query: str, *, limit: int,

@@ -1,0 +1,45 @@
+"""Archived is not gone: when nothing active is close to a question, the archive is asked too, and what it holds
+close to the question is shown, marked (gieok.retrieval.search)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from gieok.core.models import SearchFilters
+from gieok.retrieval.search import ARCHIVED_NOTE, ARCHIVED_REASON
+from tests.conftest import e5_service
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+TEXTS = [
+    "Added a CronJob invoice-export at 01:30 KST that writes CSVs to s3://acme-billing/exports/.",
+    "The login page breaks in Safari because of CSS grid.",
+    "Minsu prefers code reviews in the morning, before 11.",
+    "Standup is at 10:00 in the small room.",
+]
+
+
+async def test_the_archive_answers_when_nothing_active_is_close(tmp_path: Path) -> None:
+    async with e5_service(tmp_path, TEXTS) as svc:
+        rows = {m.content: m.id async for m in svc.store.iter_memories("alice")}
+        archived = rows[TEXTS[0]]
+        await svc.store.update_memory(archived, {"is_active": False, "archived_at": NOW})
+        tried = 0
+        for query in ("when does the invoice export run?", "인보이스 내보내기 크론잡 몇 시에 돌아?"):
+            out = await svc.search(svc.filters("alice"), query, limit=3, now=NOW, count_view=False)
+            assert out.hits and out.hits[0].memory.id == archived, (query, out.mode, out.notes)
+            assert ARCHIVED_REASON in out.hits[0].recall_reason and ARCHIVED_NOTE in out.notes
+            tried += 1
+        # A question the active memory answers does not reach the archive.
+        out = await svc.search(svc.filters("alice"), "when is standup?", limit=3, now=NOW, count_view=False)
+        assert out.hits[0].memory.content == TEXTS[3] and ARCHIVED_NOTE not in out.notes
+        assert archived not in [h.memory.id for h in out.hits]
+        # Nothing close anywhere: nothing from the archive either.
+        out = await svc.search(svc.filters("alice"), "고양이 사료", limit=3, now=NOW, count_view=False)
+        assert ARCHIVED_NOTE not in out.notes and archived not in [h.memory.id for h in out.hits]
+        # Asked for archived memory, it is a result like any other.
+        f = SearchFilters(user_id="alice", include_archived=True)
+        out = await svc.search(f, "when does the invoice export run?", limit=3, now=NOW, count_view=False)
+        assert out.hits[0].memory.id == archived and ARCHIVED_NOTE not in out.notes
+        assert ARCHIVED_REASON not in out.hits[0].recall_reason
+        assert tried == 2
