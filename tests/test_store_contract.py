@@ -257,6 +257,12 @@ async def test_users_tags_links_feedback(store: Store) -> None:
     await store.add_link(a, b, "supersedes")
     await store.add_link(a, b, "supersedes")  # idempotent
     assert [(x.src, x.dst, x.relation) for x in await store.list_links(b)] == [(a, b, "supersedes")]
+    assert await store.has_archived("alice") is False
+    await store.update_memory(b, {"is_active": False})
+    assert await store.has_archived("alice") is True and await store.has_archived("bob") is False
+    await store.update_memory(b, {"deleted_at": T0})       # forgotten is not archived
+    assert await store.has_archived("alice") is False
+    await store.update_memory(b, {"deleted_at": None, "is_active": True})
     await store.add_link(a, b, "duplicates")
     assert await store.remove_link(a, b, "duplicates") is True
     assert await store.remove_link(a, b, "duplicates") is False     # gone; the other relation stays

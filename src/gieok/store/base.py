@@ -212,6 +212,10 @@ class MemoryRows(Protocol):
 
     async def get_memories(self, ids: list[str], *, viewer: Principal | None = None) -> list[Memory]: ...
 
+    async def has_archived(self, user_id: str) -> bool:
+        """Whether the user has any archived (not forgotten) row: one index step (migration 16)."""
+        ...
+
     async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:
         """Change the given UPDATABLE columns (and the indexed text when given). False if no such row."""
         ...

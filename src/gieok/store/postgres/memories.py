@@ -89,6 +89,12 @@ class MemoryRowsMixin(PostgresBase):
         by_id = {r[0]: row_to_memory(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    async def has_archived(self, user_id: str) -> bool:
+        async with self._conn() as con:
+            row = await (await con.execute("SELECT 1 FROM memory WHERE user_id = %s AND NOT is_active "
+                                           "AND deleted_at IS NULL LIMIT 1", (user_id,))).fetchone()
+        return row is not None
+
     async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:
         changes, cols, values = update_columns(changes, search_text, db_value)
         sets = ", ".join(f"{c} = %s{CASTS.get(c, '')}" for c in cols)

@@ -374,6 +374,11 @@ async def m015_document_tokens(db: AsyncConnection[Any]) -> None:
     await db.execute(f"ALTER TABLE memory ADD COLUMN doc_tokens integer GENERATED ALWAYS AS ({DOC_TOKENS}) STORED")
 
 
+async def m016_archived_index(db: AsyncConnection[Any]) -> None:
+    # As SQLite's 016: whether a user has any archived row (Store.has_archived) is one step of a small index.
+    await db.execute("CREATE INDEX memory_archived ON memory (user_id) WHERE NOT is_active AND deleted_at IS NULL")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -392,6 +397,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (13, "context_two_before", m013_context_two_before),
     (14, "session_order", m014_session_order),
     (15, "document_tokens", m015_document_tokens),
+    (16, "archived_index", m016_archived_index),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -123,6 +123,12 @@ class MemoryRowsMixin(SQLiteBase):
         by_id = {r[0]: row_to_memory(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    async def has_archived(self, user_id: str) -> bool:
+        with self._lock:
+            row = self.db.execute("SELECT 1 FROM memory WHERE user_id = ? AND is_active = 0 AND deleted_at IS NULL "
+                                  "LIMIT 1", (user_id,)).fetchone()
+        return row is not None
+
     async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:
         changes, cols, values = update_columns(changes, search_text, db_value)
         with self._write() as db:
