@@ -1,5 +1,5 @@
-"""Archived is not gone: when nothing active is close to a question, the archive is asked too, and what it holds
-close to the question is shown, marked (gieok.retrieval.search)."""
+"""Archived is not gone: when nothing active is close to a question, the archive is asked too (by meaning), and
+what it holds close to the question is shown, marked (gieok.retrieval.search)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ async def test_the_archive_answers_when_nothing_active_is_close(tmp_path: Path) 
         archived = rows[TEXTS[0]]
         await svc.store.update_memory(archived, {"is_active": False, "archived_at": NOW})
         tried = 0
-        for query in ("when does the invoice export run?", "인보이스 내보내기 크론잡 몇 시에 돌아?"):
+        for query in ("when does the invoice export run?", "S3에 인보이스 내보내는 작업"):
             out = await svc.search(svc.filters("alice"), query, limit=3, now=NOW, count_view=False)
             assert out.hits and out.hits[0].memory.id == archived, (query, out.mode, out.notes)
             assert ARCHIVED_REASON in out.hits[0].recall_reason and ARCHIVED_NOTE in out.notes
@@ -34,6 +34,10 @@ async def test_the_archive_answers_when_nothing_active_is_close(tmp_path: Path) 
         out = await svc.search(svc.filters("alice"), "when is standup?", limit=3, now=NOW, count_view=False)
         assert out.hits[0].memory.content == TEXTS[3] and ARCHIVED_NOTE not in out.notes
         assert archived not in [h.memory.id for h in out.hits]
+        # The archive is asked by meaning only: a question whose words alone would have found the row, were it
+        # active (a keyword fallback: "인보이스 내보내기 크론잡"), does not reach it.
+        out = await svc.search(svc.filters("alice"), "인보이스 내보내기 크론잡", limit=3, now=NOW, count_view=False)
+        assert archived not in [h.memory.id for h in out.hits] and ARCHIVED_NOTE not in out.notes
         # Nothing close anywhere: nothing from the archive either.
         out = await svc.search(svc.filters("alice"), "고양이 사료", limit=3, now=NOW, count_view=False)
         assert ARCHIVED_NOTE not in out.notes and archived not in [h.memory.id for h in out.hits]
