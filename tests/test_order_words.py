@@ -87,18 +87,6 @@ def test_rows_written_together_share_their_place_and_one_moment_orders_nothing()
     assert order_positions([], [], "first", 0.8) == []
 
 
-def test_a_sessions_messages_share_the_place_of_its_first() -> None:
-    # An agent's session is written a message at a time: the answer (day 9, 10:01) and "좋아 vite로 가자" (10:02)
-    # are one session's, the latest about the build; the reply closing it is not "the last" on its own.
-    times = [_at(1), _at(9), _at(9) + timedelta(minutes=1), _at(9) + timedelta(minutes=2)]
-    rels = [1.0, 0.9, 1.0, 0.85]
-    sessions = ["", "s9", "s9", "s9"]
-    assert order_positions(times, rels, "last", 0.8, sessions) == [0.0, 0.9, 1.0, 0.85]
-    assert order_positions(times, rels, "first", 0.8, sessions) == [1.0, 0.0, 0.0, 0.0]
-    # Without the sessions, the reply alone was the latest.
-    assert order_positions(times, rels, "last", 0.8) == [0.0, 0.0, 0.0, 0.85]
-
-
 def _deploys() -> list[Candidate]:
     # The first deploy's row is the closest to any question about deploying (it also says when); the later
     # ones are a little further.

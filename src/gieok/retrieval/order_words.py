@@ -57,26 +57,17 @@ def asks_order(query: str) -> Order | None:
 
 
 def order_positions(times: Sequence[datetime | None], relevances: Sequence[float], order: Order,
-                    group_share: float, sessions: Sequence[str] = ()) -> list[float]:
+                    group_share: float) -> list[float]:
     """Each row's order bonus before its weight: among the rows whose relevance is at least `group_share` of the
     best (the rows about the subject), those written last (or first) get their relevance's share of the best,
-    the rest 0. Rows written at the same time share a place, and so do the messages of one session (`sessions`:
-    each row's session id, "" for none), at the time the session's first of them was written: an agent's
-    session is written a message at a time, and "how long does the build take now?" asks for the latest session
-    about it, not for the "좋아 vite로 가자" that closed it. With only one time among them there is nothing to
-    order."""
+    the rest 0. Rows written at the same time (one session's messages) share a place; with only one time among
+    them there is nothing to order."""
     out = [0.0] * len(times)
     best = max(relevances, default=0.0)
     if best <= 0:
         return out
     group = [(i, t) for i, (t, r) in enumerate(zip(times, relevances, strict=True))
              if t is not None and r >= group_share * best]
-    if sessions:
-        began: dict[str, datetime] = {}
-        for i, t in group:
-            if sessions[i]:
-                began[sessions[i]] = min(t, began.get(sessions[i], t))
-        group = [(i, began[sessions[i]] if sessions[i] else t) for i, t in group]
     moments = {t for _i, t in group}
     if len(moments) < 2:
         return out

@@ -337,8 +337,7 @@ def _scores(cands: list[Candidate], priors: list[tuple[float, float, float]], re
     best_base = max(r[0] for r in rels)
     whens = [r[0] / best_base if c.states_time and best_base > 0 else 0.0 for c, r in zip(cands, rels, strict=True)]
     # The same for the first or last of the rows about the question's subject (order_words).
-    orders = (order_positions([c.memory.created_at for c in cands], [r[0] for r in rels], order, recipe.order_group,
-                              [c.memory.session_id for c in cands])
+    orders = (order_positions([c.memory.created_at for c in cands], [r[0] for r in rels], order, recipe.order_group)
               if order is not None and recipe.r_order > 0 else [0.0] * len(cands))
     best_rel = max(r[0] + recipe.r_when * w + recipe.r_order * o
                    for r, w, o in zip(rels, whens, orders, strict=True))
