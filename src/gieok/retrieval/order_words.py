@@ -60,7 +60,8 @@ def order_positions(times: Sequence[datetime | None], relevances: Sequence[float
                     group_share: float) -> list[float]:
     """Each row's order bonus before its weight: among the rows whose relevance is at least `group_share` of the
     best (the rows about the subject), those written last (or first) get their relevance's share of the best,
-    the rest 0. Rows written at the same time (one session's messages) share a place; with only one time among
+    the rest 0. Rows written at the same time share a place (a session's messages, each written at its own time,
+    do not: sharing the session's place lost dev recall, docs/measurements.md); with only one time among
     them there is nothing to order."""
     out = [0.0] * len(times)
     best = max(relevances, default=0.0)
