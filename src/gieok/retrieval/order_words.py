@@ -7,13 +7,13 @@ words, and the row that says "First deploy of the search API" matches "first" an
 (it came first for both). So among the rows about the question's subject (those whose relevance is close to the
 best one's), the newest, or the oldest, gets a bonus (`order_positions`; gieok.retrieval.ranking weighs it).
 
-A question about how things stand now asks for the last too: "what database do we use now?", "which CI are we on
-currently?", "do we still use Jenkins?", "지금 쓰는 노트북 뭐야?", "현재 팀장은 누구야?". Memory keeps what was true
-then beside what is true now ("We use MySQL 5.7", months later "Migrated the main database to Postgres"), and the
-older row, worded like the question, came first for all of those.
+A question about how things stand now asks for the last too: "which database are we on currently?", "who is the
+team lead now?", "what CI do we use these days?", "지금 쓰는 노트북 뭐야?", "현재 회사 노트북 모델은?". Memory keeps
+what was true then beside what is true now ("We use MySQL 5.7", months later "Migrated the main database from MySQL
+to Postgres"), and the older row, worded like the question, came first for each of those.
 
 Only words are read. "last" followed by a time ("last week", "last Tuesday") names a date, which
-gieok.retrieval.query_dates handles, "first place" or "first aid" order nothing, and "until now", "so far" or
+gieok.retrieval.query_dates handles, "first place" or "first aid" order nothing, and "until now", "by now" or
 "지금까지" ask about everything up to now, not the newest.
 """
 
