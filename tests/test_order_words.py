@@ -4,13 +4,14 @@ Korean)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from gieok.core.models import Memory
+from gieok.core.models import Hit, Memory
 from gieok.memory.service import MemoryService
 from gieok.retrieval.order_words import asks_order, order_positions
 from gieok.retrieval.ranking import Candidate, rank
@@ -129,10 +130,24 @@ ROWS = [
 ]
 
 
+@asynccontextmanager
+async def dated(tmp_path: Path, rows: list[tuple[str, str]]) -> AsyncIterator[MemoryService]:
+    """A local-model store of `rows` (day, text), each written at 10:00 on its day."""
+    created = [datetime.fromisoformat(d).replace(hour=10, tzinfo=UTC) for d, _t in rows]
+    async with e5_service(tmp_path, [t for _d, t in rows], created=created) as service:
+        yield service
+
+
+async def first_hit(svc: MemoryService, query: str) -> Hit:
+    """The first result for `query`, which must have one with a date."""
+    out = await svc.search(svc.filters("alice"), query, limit=3, now=NOW, count_view=False)
+    assert out.hits and out.hits[0].memory.created_at is not None, (query, out.notes)
+    return out.hits[0]
+
+
 @pytest.fixture
 async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    created = [datetime.fromisoformat(d).replace(hour=10, tzinfo=UTC) for d, _t in ROWS]
-    async with e5_service(tmp_path, [t for _d, t in ROWS], created=created) as service:
+    async with dated(tmp_path, ROWS) as service:
         yield service
 
 
@@ -145,9 +160,8 @@ async def svc(tmp_path: Path) -> AsyncIterator[MemoryService]:
     ("결제 서비스 쿠버네티스에 처음 배포한 게 언제야?", "2026-02-15"),
 ])
 async def test_the_first_or_last_time_is_found_over_a_real_store(svc: MemoryService, query: str, day: str) -> None:
-    out = await svc.search(svc.filters("alice"), query, limit=3, now=NOW, count_view=False)
-    assert out.hits and out.hits[0].memory.created_at is not None
-    assert out.hits[0].memory.created_at.date().isoformat() == day, [(h.memory.content, h.score) for h in out.hits]
+    hit = await first_hit(svc, query)
+    assert hit.memory.created_at is not None and hit.memory.created_at.date().isoformat() == day, hit.memory.content
 
 
 STATES = [
@@ -165,8 +179,7 @@ STATES = [
 
 @pytest.fixture
 async def states(tmp_path: Path) -> AsyncIterator[MemoryService]:
-    created = [datetime.fromisoformat(d).replace(hour=10, tzinfo=UTC) for d, _t in STATES]
-    async with e5_service(tmp_path, [t for _d, t in STATES], created=created) as service:
+    async with dated(tmp_path, STATES) as service:
         yield service
 
 
@@ -180,8 +193,6 @@ async def states(tmp_path: Path) -> AsyncIterator[MemoryService]:
     ("지금 쓰는 노트북 뭐야?", "2026-09-15"),
 ])
 async def test_how_things_stand_now_is_the_newest_row_about_it(states: MemoryService, query: str, day: str) -> None:
-    out = await states.search(states.filters("alice"), query, limit=3, now=NOW, count_view=False)
-    assert out.hits and out.hits[0].memory.created_at is not None
-    got = [(h.memory.created_at.date().isoformat() if h.memory.created_at else "", h.memory.content) for h in out.hits]
-    assert got[0][0] == day, got
-    assert "the latest of the rows about it" in out.hits[0].recall_reason
+    hit = await first_hit(states, query)
+    assert hit.memory.created_at is not None and hit.memory.created_at.date().isoformat() == day, hit.memory.content
+    assert "the latest of the rows about it" in hit.recall_reason
