@@ -163,6 +163,8 @@ class _Maintainer:
         judges it anew). A link from or to a row outside any session (a note) may be someone's own ("this
         duplicates that", `link_memories`): kept. On LoCoMo dev conversation 30, archived by the old rule sixty
         days after its last session (241 rows, 60 of the 75 turns its questions need), this brought back all 241."""
+        if not await self.store.has_archived(user_id):
+            return      # one index step, rather than reading every row of the user's each run
         f = SearchFilters(user_id=user_id, include_archived=True)
         async for page in self.store.iter_pages(f, batch=PAGE):
             for m in page:

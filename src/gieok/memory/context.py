@@ -23,6 +23,7 @@ from gieok.core.principal import Principal
 from gieok.core.text import estimate_tokens
 from gieok.memory.code_refs import stale_reason
 from gieok.memory.service import MemoryService
+from gieok.retrieval.ranking import replaced_by
 
 MAX_ITEM_CHARS = 1200  # one long paste must not eat the whole budget
 # Pinned memories take at most this share of the budget: every explicit `remember` is pinned, so a user who
@@ -44,12 +45,6 @@ class ContextBlock:
                 "sections": self.sections}
 
 
-def _replaced_by(m: Memory) -> str:
-    """The newer memory the librarian found replacing `m` (gieok.librarian.contradictions), or ""."""
-    got = m.meta.get("superseded_by")
-    return got if isinstance(got, str) else ""
-
-
 def _line(m: Memory, stale: str = "", fixed_by: dict[str, Any] | None = None) -> str:
     when = m.created_at.strftime("%Y-%m-%d %H:%M") if m.created_at else ""
     who = m.role
@@ -61,8 +56,8 @@ def _line(m: Memory, stale: str = "", fixed_by: dict[str, Any] | None = None) ->
     if len(body) > MAX_ITEM_CHARS:
         body = body[:MAX_ITEM_CHARS] + "…"
     line = f"- [{when}] {who}: {body} (id {m.id})"
-    if replaced_by := _replaced_by(m):
-        line += f"\n  ⚠ outdated: a newer memory replaces it (id {replaced_by})"
+    if newer := replaced_by(m):
+        line += f"\n  ⚠ outdated: a newer memory replaces it (id {newer})"
     elif isinstance(disputed := m.meta.get("contradicted_by"), str):
         line += f"\n  ⚠ a newer memory contradicts it (id {disputed})"
     if stale:
@@ -131,8 +126,8 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
                 item.update(owner=m.user_id, privacy_scope=m.privacy_scope)
             if stale:
                 item.update(possibly_stale=True, stale_reason=stale)
-            if replaced_by := _replaced_by(m):
-                item.update(outdated=True, superseded_by=replaced_by)
+            if newer := replaced_by(m):
+                item.update(outdated=True, superseded_by=newer)
             if m.id in fixes:
                 item["fixed_by"] = fixes[m.id]
             if not add(section, line, item):
@@ -160,7 +155,7 @@ async def load_context(svc: MemoryService, ident: Identity, *, project: str | No
     # both in every session's context, the agent cannot tell which holds, and the old one costs budget. One whose
     # replacement is not pinned stays, marked outdated.
     ids = {m.id for m in pinned}
-    pinned = [m for m in pinned if _replaced_by(m) not in ids]
+    pinned = [m for m in pinned if replaced_by(m) not in ids]
     rank = {h.memory.id: i for i, h in enumerate(hits)}
     pinned.sort(key=lambda m: rank.get(m.id, len(rank)))     # stable: the newest first otherwise
     await add_memories("pinned", "Pinned (always remember)", pinned, cap=int(budget * PINNED_SHARE))

@@ -93,16 +93,17 @@ class Arms:
             self.kw_hits = merge_synonyms(merge_bridged(self.kw_hits, self.bridged_hits), self.synonym_hits)
 
     async def _semantic(self, emb: Embedder) -> None:
-        t0 = time.perf_counter()
-        try:
-            self.qvec = qvec = await emb.embed_query(self.query)
-        except ProviderError as exc:
-            record_provider_error("embedder", exc)
-            # A provider outage degrades search to keywords; it never fails it.
-            self.notes.append(f"semantic search unavailable ({exc}); keyword results only")
-            log.warning("query embedding failed: %s", exc)
-            return
-        EMBED_LATENCY.labels("query").observe(time.perf_counter() - t0)
+        if (qvec := self.qvec) is None:     # given when the same query was embedded already (search's archive pass)
+            t0 = time.perf_counter()
+            try:
+                self.qvec = qvec = await emb.embed_query(self.query)
+            except ProviderError as exc:
+                record_provider_error("embedder", exc)
+                # A provider outage degrades search to keywords; it never fails it.
+                self.notes.append(f"semantic search unavailable ({exc}); keyword results only")
+                log.warning("query embedding failed: %s", exc)
+                return
+            EMBED_LATENCY.labels("query").observe(time.perf_counter() - t0)
         f, recipe = self.f, self.recipe
         look = self.pool_lang.neutral_search_vector(qvec) if self.pool_lang is not None else qvec
         self.vec_hits.extend(await self.store.vector_search(f, emb.name, look, recipe.candidates, sink=self.sink))

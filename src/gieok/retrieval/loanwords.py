@@ -149,8 +149,13 @@ def exact_sound(korean: str, english: str) -> bool:
     if len(k) < MIN_EXACT_CLASSES:
         return False
     # A vocabulary keeps words as written: containers / 컨테이너 is heard without its plural.
-    single = english[:-1] if len(english) > 3 and english.endswith("s") and not english.endswith("ss") else english
+    single = _singular(english)
     return k in _english_readings(english) or (single != english and k in _english_readings(single))
+
+
+def _singular(english: str) -> str:
+    """`english` without a plural s (containers → container; not class, not bus)."""
+    return english[:-1] if len(english) > 3 and english.endswith("s") and not english.endswith("ss") else english
 
 
 _EU = 18            # ㅡ among the vowels of a Hangul syllable
@@ -163,5 +168,4 @@ def ends_unlike(korean: str, english: str) -> bool:
     last = ord(korean[-1]) - _BASE if korean else -1
     if not 0 <= last < 11172 or last % _FINALS or (last // _FINALS) % 21 != _EU:
         return False
-    single = english[:-1] if len(english) > 3 and english.endswith("s") and not english.endswith("ss") else english
-    return single[-1:].lower() in _VOWEL_END
+    return _singular(english)[-1:].lower() in _VOWEL_END

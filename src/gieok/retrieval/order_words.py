@@ -10,7 +10,8 @@ best one's), the newest, or the oldest, gets a bonus (`order_positions`; gieok.r
 A question about how things stand now asks for the last too: "which database are we on currently?", "who is the
 team lead now?", "what CI do we use these days?", "지금 쓰는 노트북 뭐야?", "현재 회사 노트북 모델은?". Memory keeps
 what was true then beside what is true now ("We use MySQL 5.7", months later "Migrated the main database from MySQL
-to Postgres"), and the older row, worded like the question, came first for each of those.
+to Postgres"), and the older row, worded like the question, came first for the first four (the fifth found the
+newer one without saying why).
 
 Only words are read. "last" followed by a time ("last week", "last Tuesday") names a date, which
 gieok.retrieval.query_dates handles, "first place" or "first aid" order nothing, and "until now", "by now" or

@@ -162,7 +162,7 @@ class _Parts:
         if self.order and recipe.r_order > 0:
             reasons.append("the latest of the rows about it" if order == "last"
                            else "the earliest of the rows about it")
-        if outdated(c.memory):
+        if replaced_by(c.memory):
             reasons.append("outdated: a newer memory replaces it")
         elif c.memory.meta.get("contradicted_by"):
             # Which one holds is not clear (contradictions' weaker rule): said, not ranked.
@@ -174,9 +174,10 @@ class _Parts:
         return reasons
 
 
-def outdated(m: Memory) -> bool:
-    """Whether the librarian found `m` replaced by a newer memory (gieok.librarian.contradictions)."""
-    return bool(m.meta.get("superseded_by"))
+def replaced_by(m: Memory) -> str:
+    """The newer memory the librarian found replacing `m` (gieok.librarian.contradictions), or ""."""
+    got = m.meta.get("superseded_by")
+    return got if isinstance(got, str) else ""
 
 
 def _cosine_only(c: Candidate, p: _Parts) -> bool:
@@ -246,7 +247,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
                + recipe.r_date * date)
         if recipe.r_question > 0:
             rel -= recipe.r_question * question_share(m.content)
-        if order != "first" and outdated(m):
+        if order != "first" and replaced_by(m):
             # What was true before: below what replaced it, unless the question asks for the first time.
             rel *= recipe.superseded_share
             orders *= recipe.superseded_share

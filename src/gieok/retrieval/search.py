@@ -52,6 +52,8 @@ class SearchOutcome:
     hits: list[Hit]
     mode: str                       # hybrid | vector | keyword | fallback | recent
     notes: list[str] = field(default_factory=list)
+    # The query's vector, for a second look with the same query (the archive pass) without embedding it again.
+    query_vector: Vector | None = field(default=None, repr=False)
 
 
 async def search(store: Store, embedder: Embedder | None, f: SearchFilters, query: str, *, limit: int,
@@ -74,7 +76,8 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
         # memory had nothing close, so a search that finds what it asks for costs no more.
         old = await _search(store, embedder, replace(f, include_archived=True), query, limit=limit,
                             recipe=replace(recipe, use_keywords=False), now=now,
-                            fallback_threshold=fallback_threshold, pair_thresholds=pair_thresholds)
+                            fallback_threshold=fallback_threshold, pair_thresholds=pair_thresholds,
+                            qvec=out.query_vector)
         if old.mode == "fallback" or not any(not h.memory.is_active for h in old.hits):
             return out
         for h in old.hits:
@@ -86,7 +89,8 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
 
 async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, query: str, *, limit: int,
                   recipe: Recipe, now: datetime, fallback_threshold: float,
-                  pair_thresholds: Mapping[tuple[str, str], float] | None) -> SearchOutcome:
+                  pair_thresholds: Mapping[tuple[str, str], float] | None,
+                  qvec: Vector | None = None) -> SearchOutcome:
     query = (query or "").strip()
     no_match = fallback_threshold     # the verdict may raise `fallback_threshold`; a row's floor is this one
     if not query:
@@ -114,7 +118,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     # 0.661 / 0.781 → 0.659 / 0.763), its English rows found by the bridge's words.
     pool_lang = lang if text_script(query) == LATIN else None
     # One-syllable verb stems ("썼어" → 쓰) match as prefixes: ranking evidence, not a literal match to show.
-    arms = Arms(store, embedder, f, query, terms, prefix_terms(query), windows, recipe, sink, pool_lang)
+    arms = Arms(store, embedder, f, query, terms, prefix_terms(query), windows, recipe, sink, pool_lang, qvec=qvec)
     await arms.run()
     qvec, notes = arms.qvec, arms.notes
 
@@ -172,7 +176,7 @@ async def _search(store: Store, embedder: Embedder | None, f: SearchFilters, que
     elif FALLBACK_NOTE in notes and named:
         # The words say why these rows were shown when nothing is close in meaning: the reader can judge them.
         notes[notes.index(FALLBACK_NOTE)] = f"{FALLBACK_NOTE} ({joined(named[:NOTE_WORDS])})"
-    return SearchOutcome(hits, mode, notes)
+    return SearchOutcome(hits, mode, notes, qvec)
 
 
 async def _add_feedback(arms: Arms, cands: dict[str, Candidate], recipe: Recipe) -> None:
