@@ -54,6 +54,7 @@ async def neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: M
         english = bool(rendered) and written_in_english(c.memory)
         found = [cosine(nid, v, english) for nid, v in pairs]
         c.neighbour_cos = max(raw for raw, _ in found)
+        c.neighbour_ids = tuple(nid for nid, _v in pairs)
         aside[mid] = max(moved for _, moved in found)
     for mid, pairs in near.items():
         for nid, _v in pairs:
@@ -62,6 +63,7 @@ async def neighbour_cosines(store: Store, model: str, f: SearchFilters, cands: M
                 # was below the best `neighbour_candidates`) has at least this one.
                 m = cands[mid]
                 n.neighbour_cos = max(n.neighbour_cos or 0.0, m.cos or 0.0)
+                n.neighbour_ids = (*n.neighbour_ids, mid)
                 aside[nid] = max(aside.get(nid, 0.0), (m.cos or 0.0) + m.language_shift)
     for mid, moved in aside.items():
         if (n := cands[mid]).neighbour_cos is not None:

@@ -14,6 +14,8 @@ import numpy as np
 
 from gieok.core.models import Hit, Memory
 from gieok.retrieval.asking import question_share
+from gieok.retrieval.exchange import exchange_times, reply_lifts
+from gieok.retrieval.explain_words import asks_why_or_how
 from gieok.retrieval.order_words import Order, order_positions
 from gieok.retrieval.recipes import Recipe
 from gieok.retrieval.scripts import LATIN, text_script, written_in_english
@@ -42,6 +44,9 @@ class Candidate:
     # order rows only, as a stand-in does (`rank`).
     language_shift: float = 0.0
     neighbour_shift: float = 0.0
+    # Its session neighbours' ids (just before and after it) that were looked up: an agent's reply and the user's
+    # message beside it (gieok.retrieval.exchange).
+    neighbour_ids: tuple[str, ...] = ()
 
 
 def _cos_part(cos: float, recipe: Recipe) -> float:
@@ -130,12 +135,13 @@ class _Parts:
     imp: float
     use: float
     gate: float
+    reply: float = 0.0      # relevance taken from the user's message its assistant's reply is beside (exchange)
 
     def as_dict(self, c: Candidate, duplication: float) -> dict[str, float]:
         return {"relevance": self.rel, "cosine": self.cos, "neighbour_cosine": self.nb, "bm25": self.bm,
                 "feedback": c.feedback, "tag_jaccard": self.jac, "title": self.title, "date": self.date,
                 "when": self.when, "order": self.order, "recency": self.rec, "importance": self.imp, "usage": self.use,
-                "prior_gate": self.gate, "duplication": duplication}
+                "prior_gate": self.gate, "reply": self.reply, "duplication": duplication}
 
     def reasons(self, c: Candidate, recipe: Recipe, order: Order | None) -> list[str]:
         reasons = []
@@ -162,6 +168,8 @@ class _Parts:
         if self.order and recipe.r_order > 0:
             reasons.append("the latest of the rows about it" if order == "last"
                            else "the earliest of the rows about it")
+        if self.reply:
+            reasons.append("the agent's answer in a matching exchange")
         if replaced_by(c.memory):
             reasons.append("outdated: a newer memory replaces it")
         elif c.memory.meta.get("contradicted_by"):
@@ -254,11 +262,13 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
         rels.append((rel, cos, bm, jac, title, date, nb))
         ordering_only.append(orders)
     priors = [(recency(c.memory, now, recipe), importance(c.memory), u) for c, u in zip(cands, usages, strict=True)]
-    s_order, parts = _scores(cands, priors, rels, recipe, order)
+    # A why or how question: an agent's reply beside a matching user message speaks for their exchange.
+    share = recipe.exchange_share if asks_why_or_how(query_text) else 0.0
+    s_order, parts = _scores(cands, priors, rels, recipe, order, share)
     # The same scores without the stand-ins decide which rows are shown (every row's: another row's stand-in
     # raises the best relevance that each row's priors are scaled by).
     s_own = _scores(cands, priors, [(r[0] - a, *r[1:]) for r, a in zip(rels, ordering_only, strict=True)],
-                    recipe, order)[0] if any(ordering_only) else s_order
+                    recipe, order, share)[0] if any(ordering_only) else s_order
     scored = sorted(zip(s_order, cands, parts, s_own, strict=True), key=lambda t: -t[0])
 
     # Greedy MMR with the running max cosine to the picks kept per candidate: one matrix-vector product per
@@ -329,7 +339,7 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
 
 
 def _scores(cands: list[Candidate], priors: list[tuple[float, float, float]], rels: list[_Rel],
-            recipe: Recipe, order: Order | None) -> tuple[list[float], list[_Parts]]:
+            recipe: Recipe, order: Order | None, exchange_share: float) -> tuple[list[float], list[_Parts]]:
     """Each candidate's score and parts from its relevance parts (`rels`) and its recency, importance and usage
     (`priors`): the "when" and order bonuses and the priors are scaled by the best relevance in the pool."""
     # Saying when tells apart rows about the question's event; it must not make a row about something else
@@ -338,22 +348,25 @@ def _scores(cands: list[Candidate], priors: list[tuple[float, float, float]], re
     best_base = max(r[0] for r in rels)
     whens = [r[0] / best_base if c.states_time and best_base > 0 else 0.0 for c, r in zip(cands, rels, strict=True)]
     # The same for the first or last of the rows about the question's subject (order_words).
-    orders = (order_positions([c.memory.created_at for c in cands], [r[0] for r in rels], order, recipe.order_group)
+    orders = (order_positions(exchange_times([c.memory for c in cands], [c.neighbour_ids for c in cands]),
+                              [r[0] for r in rels], order, recipe.order_group)
               if order is not None and recipe.r_order > 0 else [0.0] * len(cands))
-    best_rel = max(r[0] + recipe.r_when * w + recipe.r_order * o
-                   for r, w, o in zip(rels, whens, orders, strict=True))
+    finals = [r[0] + recipe.r_when * w + recipe.r_order * o for r, w, o in zip(rels, whens, orders, strict=True)]
+    lifts = reply_lifts([c.memory for c in cands], [c.neighbour_ids for c in cands], [r[0] for r in rels], finals,
+                        exchange_share)
+    best_rel = max(f + lift for f, lift in zip(finals, lifts, strict=True))
     scores: list[float] = []
     parts: list[_Parts] = []
-    for (rec, imp, u), (base, cos, bm, jac, title, date, nb), when, o in zip(priors, rels, whens, orders,
-                                                                              strict=True):
-        rel = base + recipe.r_when * when + recipe.r_order * o
+    for (rec, imp, u), (_base, cos, bm, jac, title, date, nb), when, o, final, lift in zip(
+            priors, rels, whens, orders, finals, lifts, strict=True):
+        rel = final + lift
         # Recency, importance and usage count in proportion to how relevant a row is next to the best one:
         # added flat (§6 as written), a pinned or often-shown memory outranked the one the query was about
         # (a pinned coffee preference above "we deploy billing on Tuesdays" for "when do we deploy billing?").
         gate = rel / best_rel if best_rel > 0 else 1.0
         scores.append(recipe.w_relevance * rel + gate * (recipe.w_recency * rec + recipe.w_importance * imp
                                                          + recipe.w_usage * u))
-        parts.append(_Parts(rel, cos, nb, bm, jac, title, date, when, o, rec, imp, u, gate))
+        parts.append(_Parts(rel, cos, nb, bm, jac, title, date, when, o, rec, imp, u, gate, lift))
     return scores, parts
 
 
