@@ -11,6 +11,7 @@ import pytest
 
 from gieok.core.anchors import Anchor
 from gieok.core.models import Memory, SearchFilters
+from gieok.core.principal import Principal
 from gieok.core.text import query_terms
 from gieok.memory.ingest import MessageIn, prepare
 from gieok.store import Store, open_store
@@ -263,6 +264,7 @@ async def test_users_tags_links_feedback(store: Store) -> None:
     await store.update_memory(b, {"deleted_at": T0})       # forgotten is not archived
     assert await store.has_archived("alice") is False
     await store.update_memory(b, {"deleted_at": None, "is_active": True})
+    assert await has_archived_as_viewers(store) == 5
     await store.add_link(a, b, "duplicates")
     assert await store.remove_link(a, b, "duplicates") is True
     assert await store.remove_link(a, b, "duplicates") is False     # gone; the other relation stays
@@ -700,3 +702,19 @@ async def test_hard_delete_erases_anchors_and_fingerprints(store: Store) -> None
     assert [r.memory_id for r in await store.anchors_in_repo("/src/shop", "")] == [keep]
     await store.index_code_refs(mid, [_anchor("x.py")], [fp])       # indexing an erased row writes nothing
     assert await _raw_count(store, "memory_anchors", mid) == 0
+
+
+async def has_archived_as_viewers(store: Store) -> int:
+    """`has_archived` with a viewer sees the archived rows that viewer may see, and no others. Returns how many
+    (viewer, expected) cases were tried."""
+    eve, eng, ops = (Principal("eve", teams=("eng",)), Principal("frank", teams=("eng",)),
+                     Principal("gus", teams=("ops",)))
+    shared = await put(store, "eve's archived team note", user="eve", privacy_scope="team", team="eng")
+    await store.update_memory(shared, {"is_active": False})
+    cases = [(eve, True), (eng, True), (ops, False), (Principal("hal"), False)]
+    got = [await store.has_archived(p.user_id, p) for p, _ in cases]
+    assert got == [want for _, want in cases]
+    await store.update_memory(shared, {"privacy_scope": "public", "team": ""})
+    assert await store.has_archived("hal", Principal("hal")) is True     # public: anyone's
+    await store.update_memory(shared, {"deleted_at": T0})
+    return len(cases) + 1

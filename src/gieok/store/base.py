@@ -212,8 +212,9 @@ class MemoryRows(Protocol):
 
     async def get_memories(self, ids: list[str], *, viewer: Principal | None = None) -> list[Memory]: ...
 
-    async def has_archived(self, user_id: str) -> bool:
-        """Whether the user has any archived (not forgotten) row: one index step (migration 16)."""
+    async def has_archived(self, user_id: str, viewer: Principal | None = None) -> bool:
+        """Whether the user has any archived (not forgotten) row, or with `viewer`, whether any archived row it
+        may see exists (its own, its teams' `team` rows, `public` rows): index steps only (migrations 16, 17)."""
         ...
 
     async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:

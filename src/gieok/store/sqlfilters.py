@@ -11,16 +11,31 @@ from gieok.core.principal import Principal
 from gieok.store.code_refs import anchor_conditions
 
 
-def visible_clause(viewer: Principal, ph: str, alias: str = "m") -> tuple[str, list[Any]]:
-    """Rows `viewer` may see (ARCHITECTURE §13): its own, `team` rows of its teams, and `public` rows. The
-    owner test comes first and reads `{alias}.user_id = {ph}`, which the backends' planner hints look for."""
+def visible_terms(viewer: Principal, ph: str, alias: str = "m") -> list[tuple[str, list[Any]]]:
+    """Rows `viewer` may see (ARCHITECTURE §13), as the terms of an OR: its own, `public` rows, and `team` rows
+    of its teams."""
     a = alias + "."
-    sql = f"({a}user_id = {ph} OR {a}privacy_scope = 'public'"
-    params: list[Any] = [viewer.user_id]
+    terms: list[tuple[str, list[Any]]] = [(f"{a}user_id = {ph}", [viewer.user_id]),
+                                          (f"{a}privacy_scope = 'public'", [])]
     if viewer.teams:
-        sql += f" OR ({a}privacy_scope = 'team' AND {a}team IN ({', '.join([ph] * len(viewer.teams))}))"
-        params.extend(viewer.teams)
-    return sql + ")", params
+        terms.append((f"({a}privacy_scope = 'team' AND {a}team IN ({', '.join([ph] * len(viewer.teams))}))",
+                      list(viewer.teams)))
+    return terms
+
+
+def visible_clause(viewer: Principal, ph: str, alias: str = "m") -> tuple[str, list[Any]]:
+    """`visible_terms` as one condition. The owner test comes first and reads `{alias}.user_id = {ph}`, which
+    the backends' planner hints look for."""
+    terms = visible_terms(viewer, ph, alias)
+    return "(" + " OR ".join(t for t, _ in terms) + ")", [p for _, ps in terms for p in ps]
+
+
+def exists_any_sql(where: str, terms: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
+    """Whether a `memory m` row passes `where` and any of `terms`, one EXISTS per term: each is one lookup of an
+    index the term and `where` fit, where the terms' OR in one WHERE read every row `where` alone selects (SQLite
+    scanned all 50,000 archived rows of a 100,000-row store, 26 ms, for a viewer with none to see)."""
+    sql = " OR ".join(f"EXISTS (SELECT 1 FROM memory m WHERE {where} AND {t})" for t, _ in terms)
+    return f"SELECT {sql}", [p for _, ps in terms for p in ps]
 
 
 def owner_clause(f: SearchFilters, ph: str, alias: str = "m") -> tuple[str, list[Any]]:

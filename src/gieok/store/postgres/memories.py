@@ -21,7 +21,7 @@ from gieok.store.postgres.connection import PostgresBase, redacted, retry_deadlo
 from gieok.store.postgres.text import neighbour_ids
 from gieok.store.postgres.text import refresh_context as refresh_context_rows
 from gieok.store.shared import after_clause, keyset_pages, memory_by_id_sql, owner_scope, update_columns
-from gieok.store.sqlfilters import visible_clause, where_clause
+from gieok.store.sqlfilters import exists_any_sql, visible_clause, visible_terms, where_clause
 
 
 class MemoryRowsMixin(PostgresBase):
@@ -89,11 +89,12 @@ class MemoryRowsMixin(PostgresBase):
         by_id = {r[0]: row_to_memory(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    async def has_archived(self, user_id: str) -> bool:
+    async def has_archived(self, user_id: str, viewer: Principal | None = None) -> bool:
+        sql, params = exists_any_sql("NOT m.is_active AND m.deleted_at IS NULL", visible_terms(viewer, "%s")
+                                     if viewer is not None else [("m.user_id = %s", [user_id])])
         async with self._conn() as con:
-            row = await (await con.execute("SELECT 1 FROM memory WHERE user_id = %s AND NOT is_active "
-                                           "AND deleted_at IS NULL LIMIT 1", (user_id,))).fetchone()
-        return row is not None
+            row = await (await con.execute(sql, params)).fetchone()
+        return bool(row and row[0])
 
     async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:
         changes, cols, values = update_columns(changes, search_text, db_value)

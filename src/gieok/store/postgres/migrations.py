@@ -379,6 +379,12 @@ async def m016_archived_index(db: AsyncConnection[Any]) -> None:
     await db.execute("CREATE INDEX memory_archived ON memory (user_id) WHERE NOT is_active AND deleted_at IS NULL")
 
 
+async def m017_archived_shared_index(db: AsyncConnection[Any]) -> None:
+    # As SQLite's 017: a teammate's check for archived rows they may see, from small indexes.
+    await db.execute("CREATE INDEX memory_archived_shared ON memory (privacy_scope, team) "
+                     "WHERE NOT is_active AND deleted_at IS NULL")
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -398,6 +404,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (14, "session_order", m014_session_order),
     (15, "document_tokens", m015_document_tokens),
     (16, "archived_index", m016_archived_index),
+    (17, "archived_shared_index", m017_archived_shared_index),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

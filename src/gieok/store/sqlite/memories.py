@@ -26,7 +26,7 @@ from gieok.store.context_sql import (
     rewrites_neighbours,
 )
 from gieok.store.shared import after_clause, keyset_pages, memory_by_id_sql, owner_scope, update_columns
-from gieok.store.sqlfilters import visible_clause, where_clause
+from gieok.store.sqlfilters import exists_any_sql, visible_clause, visible_terms, where_clause
 from gieok.store.sqlite.batch import insert_rows
 from gieok.store.sqlite.codec import MAX_GEN, MEMORY_COLS, SELECT, db_value, insert_params, row_to_memory, tags_sql
 from gieok.store.sqlite.connection import SQLiteBase
@@ -123,11 +123,11 @@ class MemoryRowsMixin(SQLiteBase):
         by_id = {r[0]: row_to_memory(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    async def has_archived(self, user_id: str) -> bool:
+    async def has_archived(self, user_id: str, viewer: Principal | None = None) -> bool:
+        sql, params = exists_any_sql("m.is_active = 0 AND m.deleted_at IS NULL", visible_terms(viewer, "?")
+                                     if viewer is not None else [("m.user_id = ?", [user_id])])
         with self._lock:
-            row = self.db.execute("SELECT 1 FROM memory WHERE user_id = ? AND is_active = 0 AND deleted_at IS NULL "
-                                  "LIMIT 1", (user_id,)).fetchone()
-        return row is not None
+            return bool(self.db.execute(sql, params).fetchone()[0])
 
     async def update_memory(self, memory_id: str, changes: dict[str, Any], search_text: str | None = None) -> bool:
         changes, cols, values = update_columns(changes, search_text, db_value)

@@ -351,6 +351,14 @@ def m016_archived_index(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memory_archived ON memory (user_id) WHERE is_active = 0 AND deleted_at IS NULL")
 
 
+def m017_archived_shared_index(db: sqlite3.Connection) -> None:
+    # The same for a teammate's search (Store.has_archived with a viewer): the team and public rows of the archive,
+    # so that a viewer with no archived row of their own is answered from two small indexes (an OR of index
+    # lookups), not by reading every archived row of every user.
+    db.execute("CREATE INDEX memory_archived_shared ON memory (privacy_scope, team) "
+               "WHERE is_active = 0 AND deleted_at IS NULL")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -368,4 +376,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (14, "session_order", m014_session_order),
     (15, "document_tokens", m015_document_tokens),
     (16, "archived_index", m016_archived_index),
+    (17, "archived_shared_index", m017_archived_shared_index),
 ]
