@@ -18,7 +18,7 @@ async def test_every_line_is_timed_and_korean_rows_are_searched_in_english(backe
     assert res["backend"] == backend and lines[0].startswith(f"{backend}: 1000 memories")
     for name in ("exact_numpy", "store_vector_search", "full_search", "full_search_dated",
                  "full_search_korean_bridge", "full_search_english_over_korean", "full_search_rows_arriving",
-                 "full_search_archive_asked"):
+                 "full_search_one_piece", "full_search_archive_asked"):
         assert 0 < res[f"{name}_p50_ms"] <= res[f"{name}_p95_ms"]
     assert res["recall_vs_exact"] == 1.0 and res["cosine_vs_exact"] == pytest.approx(1.0, abs=1e-4)
     assert any(line.startswith("  query naming a day  :") for line in lines)
@@ -26,6 +26,7 @@ async def test_every_line_is_timed_and_korean_rows_are_searched_in_english(backe
     assert any(line.startswith("  English query, Korean rows:") and f"every {KOREAN_EVERY}th row" in line
                for line in lines)
     assert any(line.startswith("  nothing close, archive asked:") for line in lines)
+    assert any(line.startswith("  one piece, nothing close:") for line in lines)
 
 
 async def test_an_unknown_backend_is_named() -> None:

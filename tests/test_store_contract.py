@@ -156,6 +156,23 @@ async def test_substring_search_finds_korean_fragment(store: Store) -> None:
     assert await store.substring_search(SearchFilters(user_id="alice"), "100%", 5) == []
 
 
+async def test_substring_search_finds_a_piece_of_a_word_and_follows_edits(store: Store) -> None:
+    """A needle inside a word, in any case, with quotes or LIKE's own characters in it; an edited row is found by
+    its new words only (SQLite narrows by an index of trigrams that must follow every change)."""
+    fix = await put(store, "Fixed RefundService.java:88 (a null check) for partial refunds")
+    quoted = await put(store, 'He said "ship_it" twice, 50% sure')
+    await put(store, "refund policy lives in Notion")
+    f = SearchFilters(user_id="alice")
+    cases = [("Service.java:8", [fix]), ("refundserv", [fix]), ("REFUNDSERVICE", [fix]), ('"ship_it"', [quoted]),
+             ("p_i", [quoted]), ("50% s", [quoted]), ("shipXit", []), ("xyz", [])]
+    for needle, want in cases:
+        assert [m.id for m in await store.substring_search(f, needle, 5)] == want, needle
+    await store.update_memory(fix, {"content": "Fixed PaymentGateway.kt timeouts"}, search_text="fixed payment")
+    assert await store.substring_search(f, "Service.java", 5) == []
+    assert [m.id for m in await store.substring_search(f, "Gateway.k", 5)] == [fix]
+    assert len(cases) == 8
+
+
 async def test_vector_search_filters_and_models(store: Store) -> None:
     ids = [await put(store, f"row {i}", agent_platform="codex" if i % 2 else "cursor",
                      at=T0 + timedelta(minutes=i)) for i in range(40)]

@@ -385,6 +385,11 @@ async def m017_archived_shared_index(db: AsyncConnection[Any]) -> None:
                      "WHERE NOT is_active AND deleted_at IS NULL")
 
 
+async def m018_substring_index(db: AsyncConnection[Any]) -> None:
+    # SQLite's 018 indexes trigrams for substring search; here pg_trgm has done so since the first migration.
+    del db
+
+
 Migration = Callable[[AsyncConnection[Any]], Awaitable[None]]
 
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -405,6 +410,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (15, "document_tokens", m015_document_tokens),
     (16, "archived_index", m016_archived_index),
     (17, "archived_shared_index", m017_archived_shared_index),
+    (18, "substring_index", m018_substring_index),
 ]
 
 # Extensions are created before the migrations, outside their transactions: on a managed server the

@@ -213,10 +213,12 @@ class SQLiteBase:
         probe = sqlite3.connect(":memory:")
         try:
             probe.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-            checks = [Check(True, f"SQLite {sqlite3.sqlite_version} with FTS5")]
+            # Substring search's index (migration 18) needs the trigram tokenizer: SQLite 3.34 or newer.
+            probe.execute("CREATE VIRTUAL TABLE t3 USING fts5(x, tokenize='trigram', detail=none)")
+            checks = [Check(True, f"SQLite {sqlite3.sqlite_version} with FTS5 and trigrams")]
         except sqlite3.Error:
-            checks = [Check(False, "SQLite has no FTS5",
-                            "use a Python built with FTS5 (Debian/pyenv builds have it)")]
+            checks = [Check(False, f"SQLite {sqlite3.sqlite_version} lacks FTS5 or its trigram tokenizer",
+                            "use a Python whose SQLite is 3.34 or newer with FTS5 (Debian 12 and pyenv builds are)")]
         finally:
             probe.close()
         with self._lock:

@@ -359,6 +359,23 @@ def m017_archived_shared_index(db: sqlite3.Connection) -> None:
                "WHERE is_active = 0 AND deleted_at IS NULL")
 
 
+def m018_substring_index(db: sqlite3.Connection) -> None:
+    # A needle inside a word ("Service" of RefundService, part of a path) is looked for with LIKE, which read
+    # every row of the user's: 159 ms at 100,000 memories, the rows holding their vectors. The trigrams of each
+    # row's content, without positions (detail=none: about as big as the text itself, 15 MB for 100,000 chat
+    # turns), narrow it to the rows holding every trigram of the needle, which LIKE then checks (< 2 ms).
+    db.execute("""CREATE VIRTUAL TABLE memory_trigrams USING fts5(content, content='memory', content_rowid='seq',
+        tokenize='trigram', detail=none)""")
+    db.execute("INSERT INTO memory_trigrams(memory_trigrams) VALUES ('rebuild')")
+    db.execute("""CREATE TRIGGER memory_trigrams_ai AFTER INSERT ON memory BEGIN
+        INSERT INTO memory_trigrams(rowid, content) VALUES (new.seq, new.content); END""")
+    db.execute("""CREATE TRIGGER memory_trigrams_ad AFTER DELETE ON memory BEGIN
+        INSERT INTO memory_trigrams(memory_trigrams, rowid, content) VALUES ('delete', old.seq, old.content); END""")
+    db.execute("""CREATE TRIGGER memory_trigrams_au AFTER UPDATE OF content ON memory BEGIN
+        INSERT INTO memory_trigrams(memory_trigrams, rowid, content) VALUES ('delete', old.seq, old.content);
+        INSERT INTO memory_trigrams(rowid, content) VALUES (new.seq, new.content); END""")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", m001_initial),
     (2, "librarian_jobs", m002_librarian_jobs),
@@ -377,4 +394,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (15, "document_tokens", m015_document_tokens),
     (16, "archived_index", m016_archived_index),
     (17, "archived_shared_index", m017_archived_shared_index),
+    (18, "substring_index", m018_substring_index),
 ]

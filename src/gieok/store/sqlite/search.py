@@ -30,6 +30,10 @@ def _as_time(dt: datetime) -> np.datetime64:
     return np.datetime64(dt.astimezone(UTC).replace(tzinfo=None), "us")
 
 
+def _trigrams(needle: str) -> set[str]:
+    return {needle[i:i + 3] for i in range(len(needle) - 2)}
+
+
 def fts5_query(terms: list[list[str]]) -> str:
     """An FTS5 MATCH expression: any term may match (BM25 ranks rows matching more terms higher). Each term
     (a word, or the character bigrams of a Korean word) is one quoted phrase; a prefix term is FTS5's prefix
@@ -139,12 +143,17 @@ class SearchMixin(SQLiteBase):
         if not needle.strip():
             return []
         where, params = where_clause(f, "?", tags_sql, iso)
-        sql = (f"SELECT {SELECT} FROM memory m WHERE {where} AND m.content LIKE ? ESCAPE '\\' "
+        # The rows holding every trigram of the needle (migration 18), then LIKE on those alone. Each trigram is a
+        # phrase of one token: the index keeps no positions to match a longer phrase with.
+        trigrams = " AND ".join('"' + t.replace('"', '""') + '"' for t in sorted(_trigrams(needle)))
+        narrow = "m.seq IN (SELECT rowid FROM memory_trigrams WHERE memory_trigrams MATCH ?) AND " if trigrams else ""
+        sql = (f"SELECT {SELECT} FROM memory m WHERE {narrow}{where} AND m.content LIKE ? ESCAPE '\\' "
                f"ORDER BY m.created_at DESC LIMIT ?")
+        args = [*([trigrams] if trigrams else []), *params, like_pattern(needle), limit]
 
         def run() -> list[Memory]:
             with self._read() as db:
-                rows = db.execute(sql, [*params, like_pattern(needle), limit]).fetchall()
+                rows = db.execute(sql, args).fetchall()
             return [row_to_memory(r) for r in rows]
         return await anyio.to_thread.run_sync(run)
 
