@@ -184,3 +184,15 @@ async def test_a_translation_too_common_to_rank_is_left_to_the_vector_search(tmp
         # Ranked alone, 캠핑 would have scored the newer note, the weekend one: it keeps the vector search's place
         # and only what the query's own words match (a Korean note's English glosses), not the translation's.
         assert ids[1] in capped and capped[ids[1]].parts["bm25"] < ranked[ids[1]].parts["bm25"]
+
+
+def test_a_name_with_its_title_of_respect_is_heard_as_the_name() -> None:
+    # 지은님 ("Jieun", with the title 님) was heard as "jinim", and an English question naming Jieun met nothing in
+    # the Korean note that says who approves deploys; 민수씨 was searched with its 씨 (민수, 수씨). The name alone is
+    # searched, which its rows hold (지은님이).
+    pool = ["배포 승인은 항상 지은님이 해. 지은님 없으면 민수씨가 해"]
+    assert (["지은"], "jieun") in en_ko.translations("who approves deploys when Jieun is away?", pool)
+    assert en_ko.translations("what does Minsu approve?", pool) == [(["민수"], "minsu"), (["승인"], "approve")]
+    # A word ending in 님 that is no name keeps its translation (선생님: teacher).
+    assert en_ko.translations("what did the teacher say?", ["선생님이 숙제를 내주셨어"]) == [
+        (["선생", "생님"], "teacher")]

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 
 from anyascii import anyascii
 
-from gieok.core.korean import query_stem
+from gieok.core.korean import HONORIFICS, query_stem
 from gieok.core.once import Once
 from gieok.core.text import doc_words, index_tokens, query_terms, stem_word
 from gieok.retrieval import en_inflections, ko_lexicon, ko_sense_order
@@ -136,6 +136,9 @@ def _pool_sounds(pool: Sequence[str]) -> list[tuple[str, str]]:
     for text in pool:
         for h in _HANGUL_WORD.findall(text):
             stem = query_stem(h)
+            if len(stem) > 2 and stem[-1] in HONORIFICS:
+                # A name with its title of respect (지은님, 민수씨): heard as the name, which its rows write too.
+                stem = stem[:-1]
             if len(stem) >= 2 and stem not in out:
                 if len(out) >= MAX_SOUNDS:
                     return list(out.items())
