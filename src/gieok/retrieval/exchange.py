@@ -36,9 +36,9 @@ def _says_as_much(reply: Memory, message: Memory) -> bool:
 
 def reply_lifts(memories: Sequence[Memory], neighbours: Sequence[Sequence[str]], bases: Sequence[float],
                 rels: Sequence[float], share: float) -> list[float]:
-    """How much each row's relevance (`rels`) rises to stand level with the user's message its assistant's reply
-    answers or is answered by (0 for most rows). `neighbours`: each row's session neighbours' ids (just before
-    and after; those that are candidates count); `bases`: the relevances without the "when" and order bonuses."""
+    """How much each assistant's message's relevance (`rels`) rises to stand level with the user's message beside
+    it (0 for every other row). `neighbours`: each row's session neighbours' ids (just before and after; those
+    that are candidates count); `bases`: the relevances without the "when" and order bonuses."""
     lifts = [0.0] * len(memories)
     if share <= 0:
         return lifts

@@ -67,8 +67,8 @@ async def search(store: Store, embedder: Embedder | None, f: SearchFilters, quer
     with GATE.query():
         out = await _search(store, embedder, f, query, limit=limit, recipe=recipe, now=now,
                             fallback_threshold=fallback_threshold, pair_thresholds=pair_thresholds)
+        # Whether the caller may see any archived row: a teammate's search counts its team's and public ones too.
         if out.mode != "fallback" or f.include_archived or not await store.has_archived(f.user_id, f.viewer):
-            # (A teammate's search asks about the archived rows it may see, its team's too.)
             return out
         # Nothing active is close in meaning: forgetting archives what was not used (a conversation's turns some
         # months after the librarian consolidated them), and archived is not gone. The archive is asked too, by
