@@ -16,7 +16,7 @@ from gieok.core.models import Memory, SearchFilters
 from gieok.core.settings import Settings, load_settings
 from gieok.librarian import consolidate as consolidation
 from gieok.librarian.consolidate import cluster_rows
-from gieok.librarian.contradictions import conflict
+from gieok.librarian.contradictions import conflict, moved
 from gieok.memory.forgetting import drop_from_summaries as drop_from_store_summaries
 from gieok.memory.ingest import MessageIn
 from gieok.memory.service import MemoryService
@@ -314,3 +314,34 @@ async def test_summary_rows_never_feed_the_profile(svc: MemoryService) -> None:
     assert all("staff" not in str(f.get("value", "")).lower() for f in prof.core_profile + prof.sub_profile)
     rows = await svc.store.list_memories(SearchFilters(user_id="alice", kinds=("semantic",)))
     assert rows and all(isinstance(m, Memory) and m.role == "system" for m in rows)
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("We use MySQL 5.7 for the main database.", "Migrated the main database from MySQL to Postgres 15.", True),
+    ("Our CI runs on Jenkins.", "Moved CI from Jenkins to GitHub Actions.", True),
+    ("Billing service deploys to Heroku every Tuesday.", "Moved the billing service from Heroku to AWS.", True),
+    ("Standup is at 10:00 in the small room.", "Moved standup from 10:00 to 10:30.", True),
+    ("Hotfixes need two approvals.", "We went from two approvals to one for hotfixes.", True),
+    ("우리 CI는 젠킨스에서 돈다.", "CI를 젠킨스에서 깃허브 액션으로 옮겼다.", True),
+    ("주간 회의는 3층 회의실에서 한다.", "회의실을 3층에서 5층으로 옮겼어.", True),
+    # Nothing else in common: the CI cache left S3, the backups did not; the billing service left Heroku, the
+    # marketing site did not.
+    ("Backups go to the S3 bucket acme-backup.", "Switched the CI cache from S3 to local disk.", False),
+    ("The marketing site is on Heroku.", "Moved the billing service from Heroku to AWS.", False),
+    # The old statement already names where it went; a route is no move.
+    ("We moved CI to GitHub Actions from Jenkins last year.", "Moved CI from Jenkins to GitHub Actions.", False),
+    ("The Seoul office has a train schedule board.", "The train from Seoul to Busan takes 2h30.", False),
+    ("서울 사무실은 9시에 연다.", "서울에서 부산까지 기차로 2시간 반 걸려.", False),
+])
+def test_a_move_from_what_a_fact_states_supersedes_it(old: str, new: str, expected: bool) -> None:
+    assert moved(new, old) is expected
+
+
+async def test_a_move_supersedes_over_a_real_store(svc: MemoryService) -> None:
+    old = await knowledge(svc, "We use MySQL 5.7 for the main database.", T0)
+    backups = await knowledge(svc, "Backups of the main database go to S3.", T0 + timedelta(minutes=1))
+    new = await knowledge(svc, "Migrated the main database from MySQL to Postgres 15 over the weekend.",
+                          T0 + timedelta(days=30))
+    await consolidate(svc, now=LATER + timedelta(days=30))
+    assert [(x.src, x.dst, x.relation) for x in await svc.store.list_links(old)] == [(new, old, "supersedes")]
+    assert await svc.store.list_links(backups) == []

@@ -13,10 +13,13 @@ Offline judgment (no LLM) compares statements word by word (English stems, Korea
 two statements that are the same frame with exactly one slot changed ("deploys happen on Friday" / "… on
 Monday", "배포는 매주 금요일 오후에 합니다" / "… 월요일 …") conflict — `supersedes` when the shared frame is
 at least 3 words and 60% of the longer statement, `contradicts` when it is weaker (at least 2 words and half)
-or when the only change is a negation. An added detail is an elaboration, not a conflict. Profile-style facts
-with one value (name, job, location) that differ also supersede. With an LLM configured, the model judges the
-candidates instead (a validated answer); a transient outage leaves the row for a later cycle, a permanent
-one falls back to the offline rule.
+or when the only change is a negation. An added detail is an elaboration, not a conflict. A statement telling of a
+move ("Migrated the main database from MySQL to Postgres", "CI를 젠킨스에서 깃허브 액션으로 옮겼다") supersedes an
+earlier one that names what it moved from, not where to, and shares another word with it (`moved`): "We use MySQL
+5.7 for the main database" is outdated, "Backups go to S3" is not by "Switched the CI cache from S3 to local disk".
+Profile-style facts with one value (name, job, location) that differ also supersede. With an LLM configured, the
+model judges the candidates instead (a validated answer); a transient outage leaves the row for a later cycle, a
+permanent one falls back to the offline rule.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ from pydantic import BaseModel, Field
 
 from gieok.core.dates import from_iso
 from gieok.core.errors import MalformedAnswer, ProviderError
+from gieok.core.korean import KO_STOPWORDS
 from gieok.core.models import Memory, SearchFilters
-from gieok.core.text import query_terms
+from gieok.core.text import STOPWORDS, query_terms
 from gieok.librarian.keyphrase import strip_particles
 from gieok.librarian.profile import SINGLE_VALUED
 from gieok.librarian.profile_facts import extract_facts
@@ -39,7 +43,7 @@ from gieok.memory.summaries import project_key
 from gieok.providers.llm import LLM
 from gieok.store.base import Store
 
-__all__ = ["Relation", "check_memory", "conflict", "statements"]
+__all__ = ["Relation", "check_memory", "conflict", "moved", "statements"]
 
 Relation = Literal["supersedes", "contradicts"]
 KNOWLEDGE_KINDS = ("semantic", "procedural")
@@ -51,6 +55,7 @@ _stemmer = Stemmer.Stemmer("english")
 _WORD = re.compile(r"[a-z0-9_]+(?:['.\-][a-z0-9_]+)*|[가-힣]+")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _SPEAKER = re.compile(r"^(user|assistant|system|tool)\s*:\s*", re.IGNORECASE)
+_STOP = frozenset(_stemmer.stemWords(sorted(STOPWORDS))) | KO_STOPWORDS
 _NEGATIONS = frozenset({"not", "no", "never", "n't", "dont", "don't", "doesn't", "isn't", "aren't", "won't",
                         "can't", "cannot", "didn't", "안", "못", "않", "없"})
 
@@ -113,6 +118,31 @@ def conflict(new: str, old: str) -> Relation | None:
     return "contradicts" if ratio >= 0.5 else None
 
 
+# A change told as a move: "Migrated the main database from MySQL to Postgres", "Moved CI from Jenkins to GitHub
+# Actions", "CI를 젠킨스에서 깃허브 액션으로 옮겼다". What it moved from is the old value, what to the new.
+_MOVE_EN = re.compile(r"\bfrom\s+((?:\S+\s+){0,2}?\S+)\s+(?:to|onto|into)\s+((?:\S+\s*){1,3})", re.IGNORECASE)
+_MOVE_KO = re.compile(r"(\S+?)에서\s+((?:\S+\s+){0,2}?\S+?)(?:으로|로)(?:\s|$)")
+# Only with a word of change: "the train from Seoul to Busan takes 2h30" is a route, not a move.
+_CHANGE = re.compile(r"\b(?:mov(?:e|ed|ing)|migrat(?:e|ed|ing)|switch(?:ed|ing)?|chang(?:e|ed|ing)|went|gone|go(?:ing)?"
+                     r"|replac(?:e|ed|ing)|upgrad(?:e|ed|ing)|downgrad(?:e|ed|ing)|transferred|convert(?:ed)?|ported"
+                     r"|shift(?:ed)?)\b|옮기|옮겼|옮김|이전|바꾸|바꿨|바꿈|전환|마이그레이션|교체|갈아타|갈아탔|넘어갔|넘어감",
+                     re.IGNORECASE)
+
+
+def moved(new: str, old: str) -> bool:
+    """Whether statement `new` tells of a move away from what `old` states: `old` names what the move was from
+    and not all of what it was to, and they share another content word (what was moved: "main database", "CI"), so a
+    move of the CI cache off S3 does not outdate where the backups go."""
+    m = _MOVE_EN.search(new) or _MOVE_KO.search(new)
+    if m is None or not _CHANGE.search(new):
+        return False
+    before, after = set(_tokens(m.group(1))), set(_tokens(m.group(2)))
+    a, b = set(_tokens(old)), set(_tokens(new))
+    if not before or not before <= a or after <= a:
+        return False
+    return bool((a & b) - before - _STOP)
+
+
 def _single_valued_facts(pairs: list[tuple[str, str]]) -> dict[str, str]:
     # Only the user's own words are facts about the user (the profile rule).
     out: dict[str, str] = {}
@@ -128,7 +158,7 @@ def offline_judgment(new: Memory, old: Memory) -> Relation | None:
     best: Relation | None = None
     for _, ns in new_st:
         for _, os_ in old_st:
-            rel = conflict(ns, os_)
+            rel = "supersedes" if moved(ns, os_) else conflict(ns, os_)
             if rel == "supersedes":
                 return rel
             best = best or rel
