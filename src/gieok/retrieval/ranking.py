@@ -264,11 +264,14 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
     priors = [(recency(c.memory, now, recipe), importance(c.memory), u) for c, u in zip(cands, usages, strict=True)]
     # A why or how question: an agent's reply beside a matching user message speaks for their exchange.
     share = recipe.exchange_share if asks_why_or_how(query_text) else 0.0
-    s_order, parts = _scores(cands, priors, rels, recipe, order, share)
+    # Each row's time for the order bonus, read once for both scorings below.
+    times = (exchange_times([c.memory for c in cands], [c.neighbour_ids for c in cands])
+             if order is not None and recipe.r_order > 0 else [])
+    s_order, parts = _scores(cands, priors, rels, recipe, order, share, times)
     # The same scores without the stand-ins decide which rows are shown (every row's: another row's stand-in
     # raises the best relevance that each row's priors are scaled by).
     s_own = _scores(cands, priors, [(r[0] - a, *r[1:]) for r, a in zip(rels, ordering_only, strict=True)],
-                    recipe, order, share)[0] if any(ordering_only) else s_order
+                    recipe, order, share, times)[0] if any(ordering_only) else s_order
     scored = sorted(zip(s_order, cands, parts, s_own, strict=True), key=lambda t: -t[0])
 
     # Greedy MMR with the running max cosine to the picks kept per candidate: one matrix-vector product per
@@ -339,17 +342,18 @@ def rank(cands: list[Candidate], *, query_tokens: set[str], query_text: str, now
 
 
 def _scores(cands: list[Candidate], priors: list[tuple[float, float, float]], rels: list[_Rel],
-            recipe: Recipe, order: Order | None, exchange_share: float) -> tuple[list[float], list[_Parts]]:
+            recipe: Recipe, order: Order | None, exchange_share: float,
+            times: list[datetime | None]) -> tuple[list[float], list[_Parts]]:
     """Each candidate's score and parts from its relevance parts (`rels`) and its recency, importance and usage
-    (`priors`): the "when" and order bonuses and the priors are scaled by the best relevance in the pool."""
+    (`priors`): the "when" and order bonuses and the priors are scaled by the best relevance in the pool. `times`:
+    each row's time for the order bonus (exchange_times; empty when the query asks for no order)."""
     # Saying when tells apart rows about the question's event; it must not make a row about something else
     # relevant (a pinned "매주 월요일에 가격을 저장한다" shown for "when do we deploy?"): the bonus is in proportion
     # to the row's relevance without it, next to the best row's.
     best_base = max(r[0] for r in rels)
     whens = [r[0] / best_base if c.states_time and best_base > 0 else 0.0 for c, r in zip(cands, rels, strict=True)]
     # The same for the first or last of the rows about the question's subject (order_words).
-    orders = (order_positions(exchange_times([c.memory for c in cands], [c.neighbour_ids for c in cands]),
-                              [r[0] for r in rels], order, recipe.order_group)
+    orders = (order_positions(times, [r[0] for r in rels], order, recipe.order_group)
               if order is not None and recipe.r_order > 0 else [0.0] * len(cands))
     finals = [r[0] + recipe.r_when * w + recipe.r_order * o for r, w, o in zip(rels, whens, orders, strict=True)]
     lifts = reply_lifts([c.memory for c in cands], [c.neighbour_ids for c in cands], [r[0] for r in rels], finals,
